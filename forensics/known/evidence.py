@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from forensics.replaying import ReplayResult
 
 OUT_OF_BOUNDS = "out_of_bounds"
-#: event kinds that mean the engine failed (or a guard stopped it): a crash to explain
-CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation", "guard_passed_on",
+#: event kinds that mean the engine failed (or a guard stopped it): a crash to explain; a
+#: guard's ``guard_passed_on`` is none (it warns of a value only written, and the engine goes on)
+CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation",
                                "cuda_assert", "cuda_error", "illegal_memory_access",
                                "engine_dead", "crash_dump", "process_died"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range

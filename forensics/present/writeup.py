@@ -216,15 +216,19 @@ def _happened(conclusion: Conclusion) -> str:
 def _draft_title(conclusion: Conclusion) -> str:
     """The draft issue's title: the first violation's tensor, value and site as they are (a
     capture's values: the caller escapes the title as one); without one, what was judged (no
-    record, or not every record: "every captured index value in range" was said of both)."""
+    record, or not every record: "every captured index value in range" was said of both), and
+    whether the engine crashed (a capture of no crash, drafted for its other findings, was
+    titled "engine crash")."""
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         return f"{first['tensor']} = {first['value']} out of range at {first['site']}"
+    crash = ("engine crash" if conclusion.known is None or conclusion.known.crash_verdict
+             != "no crash" else "no crash, findings")
     if conclusion.no_records:
-        return "engine crash with no index value captured"
+        return f"{crash} with no index value captured"
     if conclusion.not_known or conclusion.cut or conclusion.unjudged.get(conclusion.baseline):
-        return "engine crash with no captured index value judged out of range (not all judged)"
-    return "engine crash with every captured index value in range"
+        return f"{crash} with no captured index value judged out of range (not all judged)"
+    return f"{crash} with every captured index value in range"
 
 
 def to_json(result: ReplayResult, conclusion: Conclusion | None = None) -> dict[str, Any]:

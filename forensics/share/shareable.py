@@ -27,7 +27,8 @@ CREATORS = ("forensics redact", "forensics import", "forensics simulate", "foren
 #: redacted capture's crash verdict is its original's); a kernel launch's is not kept (its
 #: fields are not redacted: ``kernels`` would read a launch without them)
 EVENT_KINDS = ("probe_error", "probe_start", "probe_stop", "probe_writer_lost",
-               "probe_unsupported", "index_error", "guard", "warning", "crash", "redacted")
+               "probe_unsupported", "guard_passed_on", "index_error", "guard", "warning",
+               "crash", "redacted")
 VARIANTS = ("upstream", "patched", "vllm")
 #: ``vllm.config.speculative.SpeculativeMethod`` of vLLM 0.33.0, flattened
 SPECULATIVE_METHODS = (

@@ -1,0 +1,128 @@
+"""Round 22 of hostile input, attack 22c: false sentences of ``known``, ``summary``, ``check``,
+``triage``'s facts and ``redact``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _passed_on(tmp_path: Path) -> Path:
+    """Incident B's records, as a guard-mode run whose engine went on: a ``guard_passed_on``
+    event at step 12 (the sentinel only written, warned of) and the probe's stop at step 14,
+    no crash event."""
+    capture = tmp_path / "g.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    (capture / "expected.json").unlink()
+    events = [{"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 0},
+              {"kind": "guard_passed_on", "process": "w0", "rank": 0, "step": 12,
+               "site": "async_output", "row": 1, "tensor": "out.output_token_ids",
+               "value": 248320, "bound": 248320,
+               "message": "forensics guard: site 'async_output' step 12 rank 0 row 1 wrote "
+                          "out.output_token_ids value 248320"},
+              {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 14}]
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+# ------------------------------ T134a: a value a guard passed on is no crash
+
+
+def test_a_guard_passed_on_event_is_no_crash(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Guard mode warns of a value a call only wrote (``guard_passed_on``) and the engine goes
+    on: ``known`` said "crash verdict unexplained (1 crash event(s) in the capture, the first
+    guard_passed_on at step 12 ...)", ``summary`` "Not explained: the capture holds a crash"
+    and "1 crash event(s)", ``check --accept`` wrote "unexplained" and triage's row
+    ``crashed``, of an engine whose probe stopped. No crash is said of it."""
+    capture = _passed_on(tmp_path)
+    code, out, err = run_cli(capsys, "known", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1), err
+    assert "crash verdict no crash (no crash event in the capture" in text, text
+    assert "vocab-size-sentinel-counted: matches" in text, text  # the finding still stands
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code in (0, 1), err
+    assert "holds a crash" not in out and "1 crash event(s)" not in out, out
+    assert "0 crash event(s)" in out, out
+    code, out, err = run_cli(capsys, "check", capture, "--accept")
+    assert code == 0, err
+    assert json.loads((capture / "expected.json").read_text())["crash_verdict"] == "no crash"
+    import forensics
+    from forensics.fleet.facts import capture_facts
+
+    facts = capture_facts(forensics.load(capture))
+    assert facts["crashed"] is False and "guard_passed_on" in facts["guard_events"], facts
+
+
+def test_a_guard_violation_is_still_a_crash_and_redact_keeps_the_passed_on_event(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard that raised (``guard_violation`` at step 14, the embedding's index) stopped
+    the engine: a crash the values explain, as before; ``redact`` keeps the kind of a
+    ``guard_passed_on`` event (a word of ours), as it kept it when it was a crash kind."""
+    capture = _passed_on(tmp_path)
+    events = capture / "events-w0.jsonl"
+    lines = events.read_text().splitlines()
+    raised = {"kind": "guard_violation", "process": "w0", "rank": 0, "step": 14,
+              "site": "embedding", "row": 0, "tensor": "input_ids", "value": 248320,
+              "bound": 248320, "message": "IndexBoundsError"}
+    events.write_text("\n".join([*lines[:2], json.dumps(raised), lines[2]]) + "\n")
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code in (0, 1), err
+    assert "crash verdict explained (1 crash event(s) in the capture, the first " \
+        "guard_violation at step 14" in " ".join(out.split()), out
+    shared = tmp_path / "s.capture"
+    code, out, err = run_cli(capsys, "redact", capture, "-o", shared)
+    assert code == 0, err
+    kinds = [json.loads(line)["kind"] for line in
+             (shared / "events-w0.jsonl").read_text().splitlines()]
+    assert "guard_passed_on" in kinds and "guard_violation" in kinds, kinds
+
+
+# ------------------------------ T134b: the draft issue's title of a capture of no crash
+
+
+def _fed_another_id(tmp_path: Path) -> Path:
+    """The bundled clean capture (no crash event, every value in range) with the first id the
+    embedding received at step 5 changed to another id in range: the model read an id that
+    ``prepare_input_ids`` did not write (an ``unwritten_input`` finding), and nothing crashed."""
+    import dataclasses
+
+    import numpy as np
+
+    import forensics
+    from forensics.store.writer import write_capture
+
+    source = forensics.load(DATA / "clean.capture")
+    records = []
+    for record in source.records():
+        fields = dict(record.fields)
+        if record.site == "embedding" and record.step == 5:
+            ids = np.array(fields["input_ids"]).copy()
+            ids[0] = (int(ids[0]) + 7) % 1000 + 1
+            fields["input_ids"] = ids
+        records.append(dataclasses.replace(record, fields=fields))
+    capture = tmp_path / "fed.capture"
+    write_capture(capture, records, manifest=source.manifest, events=source.events)
+    return capture
+
+
+def test_the_draft_of_a_capture_of_no_crash_is_not_titled_engine_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture of no crash whose only finding is an id the model read that no recorded site
+    wrote: ``summary`` drafts a new issue (no signature matches) and titled it "[Bug]: engine
+    crash with every captured index value in range" above "What happened: the capture holds
+    no crash event". The title says no crash; a crashed capture's title is as before."""
+    code, out, err = run_cli(capsys, "summary", _fed_another_id(tmp_path))
+    assert code in (0, 1), err
+    assert "the embedding received input_ids[0]" in out, out  # the one finding
+    assert "engine crash" not in out, out
+    assert ("**Title**: [Bug]: no crash, findings with every captured index value in range"
+            in out), out
