@@ -98,9 +98,10 @@ def _handled() -> list[tuple[int, Handler]]:
 
 
 def unless_flushing(session_of: Callable[[], Any], handler: Handler) -> Handler:
-    """``handler``, run at once, or, when the calling thread is inside a flush (or the close)
-    of the session ``session_of()`` (its ``busy``), once that is over (its ``defer``), after
-    those of the other signals that came meanwhile (a SIGINT then a SIGTERM: both run)."""
+    """``handler``, run at once, or, when the calling thread is inside a flush (the close, the
+    framing of an event) of the session ``session_of()`` (its ``busy``), once that is over
+    (its ``defer``), after those of the other signals that came meanwhile (a SIGINT then a
+    SIGTERM: both run)."""
 
     def run(signum: int, frame: FrameType | None) -> None:
         session = session_of()

@@ -124,8 +124,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     (the default action): a process that ignores SIGTERM, or whose own handler lets it go on
     (a graceful shutdown), goes on recording (it was closed, and recorded nothing more, unsaid);
     one whose handler raises ``SystemExit`` is closed at exit. A SIGTERM that comes while this
-    thread is inside a flush (or the close) is handled, all of it, once that is over: the
-    handler never re-enters it, and the process never dies in it with its session open."""
+    thread is inside a flush (the close, the framing of an event) is handled, all of it, once
+    that is over: the handler never re-enters it, and the process never dies in it with its
+    session open."""
     import signal
 
     session = _SESSION

@@ -45,8 +45,9 @@ LEFT_OUT = "left out by the probe, its events file full"
 #: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``, and those
 #: its ``records`` counts beyond ``written`` and ``dropped``): the words readers tell them by
 NEVER_WRITTEN = "recorded by the probe and never written"
-#: why its ``dropped`` were never written
-DROPPED_WHY = "its ring full, or its writer stalled"
+#: why its ``dropped`` were never written (a write that failed: a full disk, ``EFBIG``, a value
+#: that could not be framed, a writer process lost, is counted there too)
+DROPPED_WHY = "its ring full, or its writer stalled or failing"
 #: why the records ``probe_stop`` counts beyond ``written`` and ``dropped`` were never written
 UNACCOUNTED_WHY = "counted in its probe_stop's records, yet neither written nor dropped"
 

@@ -181,7 +181,7 @@ def _sentence(fact: Unjudged) -> str:
 
 def _never_written(fact: Unjudged) -> str:
     """What befell the records of a :data:`NEVER_WRITTEN` fact, and why: dropped (its ring full,
-    its writer stalled), or counted and neither written nor dropped (its ``detail``)."""
+    its writer stalled or failing), or counted and neither written nor dropped (its ``detail``)."""
     from forensics.store.events import DROPPED_WHY, NEVER_WRITTEN, UNACCOUNTED_WHY
 
     unaccounted = int(fact.detail or 0)

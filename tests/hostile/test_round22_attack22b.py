@@ -110,11 +110,12 @@ def test_a_sigterm_held_with_a_sigint_is_handled_when_the_sigints_handler_raises
 
 
 # ---------------------------------- T133b: the recorder's dump while the probe frames an event
-#: FORENSICS_KERNELS on, the writer process (argv[3]: the hand-off): 6 records written, then a
-#: SIGTERM comes as the engine's thread frames an event of the probe's (its ``probe_error``),
-#: then 6 more records
+#: the writer process (argv[3]: the hand-off), FORENSICS_KERNELS on where argv[4] says
+#: "kernels": 6 records written, 3 more queued, then a SIGTERM comes as the engine's thread
+#: frames an event of the probe's (its ``probe_error``), then 6 more records
 EVENT_INTERRUPTED = CHILD_HEAD + textwrap.dedent("""
-    os.environ["FORENSICS_KERNELS"] = "all"
+    if sys.argv[4] == "kernels":
+        os.environ["FORENSICS_KERNELS"] = "all"
     from forensics.probe import channel, plugin
     from forensics.probe.settings import Settings
 
@@ -133,6 +134,7 @@ EVENT_INTERRUPTED = CHILD_HEAD + textwrap.dedent("""
                                     flush_every=64, writer="process", handoff=sys.argv[3]))
     record_batch_changes(session, [[0, 1]] * 6)
     session.flush(wait=True)
+    record_batch_changes(session, [[0, 1]] * 3)
     armed.append(1)
     session.error(RuntimeError("the event framed"), "an attack")
     record_batch_changes(session, [[0, 1]] * 6)
@@ -140,23 +142,65 @@ EVENT_INTERRUPTED = CHILD_HEAD + textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("handoff", ["record", "batch"])
-def test_the_kernel_recorders_dump_waits_for_an_event_being_framed(
-        tmp_path: Path, handoff: str) -> None:
-    """T133b: with ``FORENSICS_KERNELS``, a SIGTERM that comes while the engine's thread frames
-    one of the probe's events for the writer process has the recorder's dump run once that
-    event is framed: the event is kept and every record after it written. The dump ran inside
-    the framing: its events were framed where the interrupted one was going, the writer
-    process read "a frame of 0 bytes", the event was lost and so were the 6 records after it,
-    neither written nor dropped."""
+@pytest.mark.parametrize(("handoff", "recorder"), [("record", "kernels"), ("batch", "kernels"),
+                                                    ("batch", "plain")])
+def test_a_sigterms_flush_and_dump_wait_for_an_event_being_framed(
+        tmp_path: Path, handoff: str, recorder: str) -> None:
+    """T133b: a SIGTERM that comes while the engine's thread frames one of the probe's events
+    for the writer process has the kernel recorder's dump (``FORENSICS_KERNELS``) and the
+    probe's flush run once that event is framed: the event is kept and every record written.
+    They ran inside the framing: their frames went where the interrupted one was going, the
+    writer process read "a frame of 0 bytes", the event was lost and so were the records
+    after it, neither written nor dropped."""
     capture = tmp_path / "x.capture"
     child = subprocess.run([sys.executable, "-c", EVENT_INTERRUPTED, str(capture),
-                            str(PROBE_TESTS), handoff], timeout=300, capture_output=True,
+                            str(PROBE_TESTS), handoff, recorder], timeout=300, capture_output=True,
                            text=True)
     assert child.returncode == 0, child.stderr[-3000:]
     assert "engine 15" in child.stdout.splitlines(), child.stdout
     kept = _events(capture)
     errors = [e["error"] for e in kept if e["kind"] == "probe_error"]
     assert errors == ["RuntimeError: the event framed"]
-    assert "signal SIGTERM" in [e.get("reason") for e in kept if e["kind"] == "kernel_summary"]
-    assert _stop(capture) == (12, 12, 0)
+    reasons = [e.get("reason") for e in kept if e["kind"] == "kernel_summary"]
+    assert ("signal SIGTERM" in reasons) == (recorder == "kernels"), reasons
+    assert _stop(capture) == (15, 15, 0)
+
+
+# ------------------------------------- T133c: records never written because their write failed
+#: the writer thread backend: 8 records written, then the file size limit (RLIMIT_FSIZE) set
+#: under what the capture holds: every later write fails with EFBIG (a full disk does the same)
+WRITES_FAIL = CHILD_HEAD + textwrap.dedent("""
+    import resource
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=1 << 12,
+                                    flush_every=8, writer="thread"))
+    record_batch_changes(session, [[0, 1]] * 8)
+    session.flush(wait=True)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (9000, 9000))
+    record_batch_changes(session, [[0, 1]] * 40)
+    plugin.stop()
+""")
+
+
+def test_records_whose_write_failed_are_not_said_lost_to_a_full_ring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T133c: ``summary`` of a capture whose probe's writes failed (``EFBIG`` past the file
+    size limit; a full disk) says its records were never written, the ring full or the writer
+    stalled or failing. It said "(its ring full, or its writer stalled)": the ring was never
+    full and the writer never stalled."""
+    from tests.hostile.test_round2 import run_cli
+
+    capture = tmp_path / "x.capture"
+    child = subprocess.run([sys.executable, "-c", WRITES_FAIL, str(capture), str(PROBE_TESTS)],
+                           timeout=300, capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    records, written, dropped = _stop(capture)
+    assert (records, written) == (48, 8) and dropped == 40
+    assert [e for e in _events(capture) if e["kind"] == "probe_error"]
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0, err
+    assert ("not read: 40 record(s) recorded by the probe and never written (its ring full, or "
+            "its writer stalled or failing)") in " ".join(out.split()), out
