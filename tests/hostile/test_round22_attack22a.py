@@ -18,6 +18,8 @@
    group's title (facts through ``terminal``): ``spanless`` now, as every sentence (T132d).
 5. The same of a rank divergence's and a contested rank's words: a host, capture name, rank or
    engine id holding backticks made a code span of the Markdown cell (T132e).
+6. An unreadable capture's error in the Markdown table: its path's backticks made a code span
+   (``a`x`b.capture`` rendered as ``axb.capture``); an error's cell makes none now (T132f).
 """
 
 from __future__ import annotations
@@ -225,3 +227,21 @@ def test_a_divergence_names_a_backticked_host_as_it_is() -> None:
     assert _rendered(_contested("c.capture", "e`1`2")) != _rendered(_contested("c.capture",
                                                                                "e12"))
     assert "a\\x60b\\x60c" in _rendered(_divergence("a`b`c", "n.capture"))
+
+
+# ---------------------- T132f: an error naming a backticked path makes no code span in Markdown
+
+
+def test_an_error_row_names_a_backticked_path_as_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``triage --format markdown`` of the unreadable ``a`x`b.capture`` and ``axb.capture``:
+    the error's path made ``x`` a code span, and both rows' "what it shows" rendered
+    ``.../axb.capture' has no manifest.json``. An error's cell makes no code span now."""
+    (tmp_path / "a`x`b.capture").mkdir()
+    (tmp_path / "axb.capture").mkdir()
+    code, out, _err = run_cli(capsys, "triage", tmp_path, "--workers", 1, "--format",
+                              "markdown")
+    cells = [_rendered(line).rsplit("|", 2)[-2].strip() for line in out.splitlines()
+             if "has no manifest.json" in line]
+    assert code == 0 and len(cells) == 2 and len(set(cells)) == 2, out
+    assert any("a`x`b.capture' has no manifest.json" in c for c in cells), cells

@@ -1513,6 +1513,8 @@ TESTS = {
               "test_a_speculative_method_makes_no_code_span_of_a_markdown_title"],
     "T132e": ["tests/hostile/test_round22_attack22a.py::"
               "test_a_divergence_names_a_backticked_host_as_it_is"],
+    "T132f": ["tests/hostile/test_round22_attack22a.py::"
+              "test_an_error_row_names_a_backticked_path_as_it_is"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
