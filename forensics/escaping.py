@@ -319,16 +319,17 @@ def html(value: Any, raw: bool = False) -> str:
     return _html.escape(terminal(value) if raw else inert(value), quote=True)
 
 
-def markdown(value: Any, table: bool = False, raw: bool = False) -> str:
+def markdown(value: Any, table: bool = False, raw: bool = False, spans: bool = True) -> str:
     """``value`` as one line of Markdown that GitHub renders as the text itself: what would be
     markup escaped, no raw HTML; a span between backticks a code span (``table``: in a table
     cell, :func:`markdown_code`). ``value`` through :func:`inert` (a text whose values are
     escaped already; ``raw``: a capture's value, :func:`terminal`, its backticks escaped, never
-    a code span's)."""
+    a code span's; ``spans=False``: a text whose values may hold backticks, an error naming a
+    capture's path, its backticks escaped too)."""
     text = terminal(value) if raw else inert(value)
     parts: list[str] = []
     at = 0
-    for start, end, code in [] if raw else _code_spans(text):
+    for start, end, code in _code_spans(text) if spans and not raw else []:
         parts += [_markdown_plain(text[at:start]), markdown_code(code, table)]
         at = end
     parts.append(_markdown_plain(text[at:]))

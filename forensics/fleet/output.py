@@ -124,17 +124,19 @@ def _render_groups(result: Triage, md: bool) -> str:
     for group in result.groups:
         title = group.title()  # a message: it may hold a capture's error
         lines.append(f"## {markdown(title)}" if md else inert(title))
-        cells = [[_cell(c, key in MESSAGE_COLUMNS, md) for (key, _), c in
+        cells = [[_cell(c, key in MESSAGE_COLUMNS, md, not row["error"]) for (key, _), c in
                   zip(TABLE, _cells(flat[row["capture"]]), strict=True)] for row in group.rows]
         lines += (_markdown_table(cells) if md else _text_table(cells)) + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _cell(value: str, message: bool, md: bool) -> str:
+def _cell(value: str, message: bool, md: bool, spans: bool = True) -> str:
     """A table cell of text or Markdown: a value through :func:`terminal` (or
-    :func:`markdown`), a message (its values escaped already) through :func:`inert`."""
+    :func:`markdown`), a message (its values escaped already) through :func:`inert`;
+    ``spans=False``: an error's (its paths through :func:`terminal`, their backticks no code
+    span's: a Markdown cell makes none)."""
     if md:
-        return markdown(value, table=True, raw=not message)
+        return markdown(value, table=True, raw=not message, spans=spans)
     return inert(value) if message else terminal(value)
 
 

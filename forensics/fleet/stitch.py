@@ -107,16 +107,17 @@ def contested_text(capture: str, ranks: list[str], holders: dict[str, list[str]]
     """Why ``capture``'s ranks were not compared with all of its engine's: the first of
     ``ranks`` (held by more than one capture of ``engine``, per ``holders``; ``own``: one of
     ``capture``'s, else of another) and at most :data:`NAMED_HOLDERS` of the others that hold
-    it, each escaped as a value (:func:`~forensics.escaping.terminal`)."""
-    from forensics.escaping import capped, terminal
+    it, each escaped as a value inside a sentence (:func:`~forensics.escaping.spanless`: its
+    backticks open no code span of the Markdown table)."""
+    from forensics.escaping import capped, spanless
 
     rank = ranks[0]
     others = [c for c in holders[rank][:NAMED_HOLDERS + 1] if c != capture][:NAMED_HOLDERS]
     more = len(holders[rank]) - own - len(others)
-    named = " and ".join(f"'{terminal(c)}'" for c in others) + (
+    named = " and ".join(f"'{spanless(c)}'" for c in others) + (
         f" and {more} more" if more else "")
     also = f" (and {len(ranks) - 1} other rank(s) so)" if len(ranks) > 1 else ""
-    shown, of = terminal(capped(rank, 40)), f"engine '{terminal(capped(engine, 200))}'"
+    shown, of = spanless(capped(rank, 40)), f"engine '{spanless(capped(engine, 200))}'"
     said = (f"its rank {shown} is claimed by {named} too{also}, of {of}" if own else
             f"rank {shown} of {of} is claimed by {named}{also}")
     return (f"rank divergence not judged: {said} (the claims corroborated); two captures of "
@@ -477,7 +478,7 @@ def _shape(stored: list[int] | None, size: int) -> list[int]:
 def divergence_text(hit: dict[str, Any], hosts: dict[str, str] | None = None) -> str:
     """``"rank divergence at step 7: embedding input_ids[3] = 17 on rank 0 (a.capture), 912 on
     rank 1 (b.capture)"``: each side names its capture (and host, when given) escaped as a
-    value (:func:`~forensics.escaping.terminal`: the message is made inert, so a name holding
+    value (:func:`~forensics.escaping.spanless`: the message is made inert, so a name holding
     ESC and one spelled ``\\x1b`` read alike); lengths when the ranks' tensors differ in
     length, both shapes (``shape(ids) = [2, 3] on rank 0 (...), [3, 2] on rank 1 (...)``)
     when they hold as many values in different shapes. A step whose ranks hold unlike numbers
@@ -561,14 +562,16 @@ def divergence_json(hit: dict[str, Any]) -> dict[str, Any]:
 
 def _sides(hit: dict[str, Any], hosts: dict[str, str] | None) -> list[tuple[Any, Any, str]]:
     """``(rank, value, capture named)`` of each side of ``hit``: the capture's file name (and
-    host, when given), each escaped as a value (:func:`~forensics.escaping.terminal`)."""
+    host, when given), each escaped as a value inside a sentence
+    (:func:`~forensics.escaping.spanless`: a backtick as ``\\x60``, so a host or name holding
+    backticks opens no code span of the Markdown table)."""
     import os
 
-    from forensics.escaping import terminal
+    from forensics.escaping import spanless
 
     out = []
     for rank, value, capture in zip(hit["ranks"], hit["values"], hit["captures"], strict=True):
         host = (hosts or {}).get(capture)
         out.append((rank, value,
-                    terminal(os.path.basename(capture)) + (f", {terminal(host)}" if host else "")))
+                    spanless(os.path.basename(capture)) + (f", {spanless(host)}" if host else "")))
     return out

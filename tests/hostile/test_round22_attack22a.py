@@ -16,6 +16,10 @@
    directory's captures: an empty path (or one holding NUL) names no capture now (T132c).
 4. ``triage --format markdown``: a speculative method's backticks made a code span of its
    group's title (facts through ``terminal``): ``spanless`` now, as every sentence (T132d).
+5. The same of a rank divergence's and a contested rank's words: a host, capture name, rank or
+   engine id holding backticks made a code span of the Markdown cell (T132e).
+6. An unreadable capture's error in the Markdown table: its path's backticks made a code span
+   (``a`x`b.capture`` rendered as ``axb.capture``); an error's cell makes none now (T132f).
 """
 
 from __future__ import annotations
@@ -188,3 +192,56 @@ def test_a_speculative_method_makes_no_code_span_of_a_markdown_title(
     titles = [_rendered(line).strip() for line in out.splitlines() if line.startswith("## ")]
     assert code == 0 and len(titles) == 2 and len(set(titles)) == 2, out
     assert any("speculation e\\x60, runner \\x60x" in t for t in titles), titles
+
+
+# ---------------- T132e: a host's or capture's backticks in a divergence make no code span
+
+
+def _divergence(host: str, name: str) -> str:
+    """The Markdown cell of a rank divergence between ``name`` (on ``host``) and ``b.capture``."""
+    from forensics.fleet.stitch import divergence_text
+
+    hit = {"step": 7, "site": "embedding", "tensor": "input_ids", "element": 3, "index": None,
+           "ranks": [0, 1], "values": [17, 912], "captures": [f"/x/{name}", "/x/b.capture"]}
+    return markdown(divergence_text(hit, {f"/x/{name}": host}), table=True)
+
+
+def _contested(name: str, engine: str) -> str:
+    """The Markdown cell saying rank 0 of ``engine`` is claimed by ``name`` too."""
+    from forensics.fleet.stitch import contested_text
+
+    return markdown(contested_text("/x/a.capture", ["0"], {"0": ["/x/a.capture", f"/x/{name}"]},
+                                   engine, True), table=True)
+
+
+def test_a_divergence_names_a_backticked_host_as_it_is() -> None:
+    """A host ``a`b`c`` made the divergence's ``b`` a code span in the Markdown table
+    (``triage --format markdown``): it rendered as host ``abc``'s divergence. A host, a
+    capture's name and an engine id are written through ``spanless`` now."""
+    assert _rendered(_divergence("a`b`c", "n.capture")) != _rendered(_divergence("abc",
+                                                                                 "n.capture"))
+    assert _rendered(_divergence("h", "a`b`c.capture")) != _rendered(_divergence(
+        "h", "abc.capture"))
+    assert _rendered(_contested("a`b`c.capture", "e")) != _rendered(_contested("abc.capture",
+                                                                               "e"))
+    assert _rendered(_contested("c.capture", "e`1`2")) != _rendered(_contested("c.capture",
+                                                                               "e12"))
+    assert "a\\x60b\\x60c" in _rendered(_divergence("a`b`c", "n.capture"))
+
+
+# ---------------------- T132f: an error naming a backticked path makes no code span in Markdown
+
+
+def test_an_error_row_names_a_backticked_path_as_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``triage --format markdown`` of the unreadable ``a`x`b.capture`` and ``axb.capture``:
+    the error's path made ``x`` a code span, and both rows' "what it shows" rendered
+    ``.../axb.capture' has no manifest.json``. An error's cell makes no code span now."""
+    (tmp_path / "a`x`b.capture").mkdir()
+    (tmp_path / "axb.capture").mkdir()
+    code, out, _err = run_cli(capsys, "triage", tmp_path, "--workers", 1, "--format",
+                              "markdown")
+    cells = [_rendered(line).rsplit("|", 2)[-2].strip() for line in out.splitlines()
+             if "has no manifest.json" in line]
+    assert code == 0 and len(cells) == 2 and len(set(cells)) == 2, out
+    assert any("a`x`b.capture' has no manifest.json" in c for c in cells), cells
