@@ -34,8 +34,14 @@ import pytest
 from test_round2 import run_cli
 
 from forensics.escaping import html, markdown, shell_word, terminal
-from forensics.fleet.carry import reruns
+from forensics.fleet.carry import reruns as _reruns
 from forensics.fleet.tasks import Task
+from forensics.fleet.triage import decoded
+
+
+def reruns(tasks: list[Task], results: list[bytes]) -> Any:
+    """:func:`~forensics.fleet.carry.reruns` of the pieces' results, decoded as triage does."""
+    return _reruns(tasks, decoded(tasks, results))
 
 # ------------------------------------------- T132a: every character drawn as nothing escaped
 
