@@ -31,7 +31,8 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
     A pattern is a capture directory, a folder whose ``*.capture`` children (one level, then
     their folders recursively) are captures, or a glob of either (a path that exists is
     taken as it is spelled, even one holding ``[``, ``*`` or ``?``).
-    Raises ConfigurationError when a pattern names nothing.
+    Raises ConfigurationError when a pattern names nothing (:class:`UnlistedError` where a
+    folder on its way could not be listed).
     """
     found: dict[object, Path] = {}
     for pattern in patterns:
@@ -42,7 +43,7 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         unlisted = _glob_unlisted(text) if not matches else []
         hits = [c for m in matches for c in _captures_at(Path(m), unlisted)]
         if not hits:
-            raise ConfigurationError(_nothing_at(text, unlisted))
+            raise (UnlistedError if unlisted else ConfigurationError)(_nothing_at(text, unlisted))
         for hit in map(as_named, hits):
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):
@@ -115,6 +116,11 @@ def _through_link(path: Path) -> bool:
         return os.path.realpath(path) != os.path.abspath(path)
     except (OSError, ValueError):
         return False
+
+
+class UnlistedError(ConfigurationError):
+    """A pattern named no capture, and a folder on its way could not be listed (the message
+    names it, why, and the fix)."""
 
 
 def _nothing_at(text: str, unlisted: list[tuple[Path, OSError]]) -> str:

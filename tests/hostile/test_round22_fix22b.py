@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 _IMPORTS = ("from forensics.fleet.paths import find_captures\n"
             "from forensics.errors import ConfigurationError\n"
             "from forensics.store import replace\n"
-            "import forensics.modes\n")
+            "import forensics.modes\n"
+            "from forensics.pytest_plugin import captures_under\n")
 
 
 def _as_user(umask: int, code: str) -> str:
@@ -74,6 +75,23 @@ def test_triage_says_it_cannot_list_a_folder_of_write_and_search() -> None:
                                 f"'B/U/*': the folder 'B/U' {fix}",
                                 f"'B/U/f/*.capture': the folder 'B/U/f' {fix}",
                                 "x.capture"], out
+
+
+def test_the_plugin_says_it_cannot_list_a_folder_of_write_and_search() -> None:
+    """``--forensics-captures U/f`` (``0300``, made under umask ``0477``) names the folder that
+    cannot be listed, why and the fix; it said "does not exist or holds no NAME.capture
+    folder"."""
+    out = _as_user(0o477, ""
+                   "make_folders(base / 'U' / 'f' / 'x.capture')\n"
+                   "try:\n"
+                   "    captures_under(base / 'U' / 'f')\n"
+                   "except ConfigurationError as exc:\n"
+                   "    print(str(exc).replace(str(base), 'B'))")
+    assert out.strip() == (
+        "--forensics-captures (or the forensics_captures ini option) 'B/U/f': the folder "
+        "'B/U/f' cannot be listed (Permission denied), so the captures in it cannot be found; "
+        "name them (FOLDER/NAME.capture), or make the folder readable to you (chmod u+r where "
+        "it is yours)"), out
 
 
 def test_an_empty_or_missing_folder_still_names_no_capture(tmp_path: Path) -> None:

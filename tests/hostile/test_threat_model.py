@@ -1501,6 +1501,8 @@ TESTS = {
               "test_a_folder_found_in_place_of_the_new_one_keeps_its_mode"],
     "T131a": ["tests/hostile/test_round22_fix22b.py::"
               "test_triage_says_it_cannot_list_a_folder_of_write_and_search",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_the_plugin_says_it_cannot_list_a_folder_of_write_and_search",
               "tests/hostile/test_round22_fix22b.py::test_an_empty_or_missing_folder_still_names_no_capture"],
     "T131b": ["tests/hostile/test_round22_fix22b.py::"
               "test_a_shared_output_is_its_owners_to_read_under_umask_0477"],
