@@ -144,3 +144,73 @@ def test_a_split_triage_decodes_each_result_once(tmp_path: Path,
     assert len(calls) == len(plan([capture], 100)) > 1
     assert split.rows[0]["findings"] == before.rows[0]["findings"]
     assert split.rows[0]["known"] == before.rows[0]["known"]
+
+
+# ------------------------------------------------ T130c, T130d: imported crash dumps
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL_PLACEHOLDER = ROOT / "tests" / "data" / "vllm_dump_all_placeholder.log"
+
+
+def _dump(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> dict[str, Any]:
+    """The crash-dump event of the capture imported from a log of ``text``."""
+    from test_round19_attack19b import import_log
+
+    events = import_log(capsys, tmp_path, text)[2]
+    return next(e for e in events if e["kind"] == "crash_dump")
+
+
+def test_a_cached_request_id_holding_a_quote_is_read_as_printed(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: vLLM prints an id holding ``'`` in double quotes (``["it's", 'b']``): it is read
+    as the id, not as the text between two of its quotes."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "req_ids=['chatcmpl-a1',", "req_ids=[\"it's]a1\",").replace("chatcmpl-a1:", "it's]a1:")
+    dump = _dump(capsys, tmp_path, text)
+    assert dump["req_ids"] == ["it's]a1", "chatcmpl-b2"]
+    assert dump["num_scheduled_tokens"] == {"chatcmpl-b2": 5, "it's]a1": 5}
+
+
+def test_a_cached_request_list_read_wrong_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: a cached id list that is no list of printed strings, or that names a request
+    the batch does not schedule, leaves the batch unknown, saying why."""
+    base = ALL_PLACEHOLDER.read_text(encoding="utf-8")
+    for text, why in ((base.replace("req_ids=['chatcmpl-a1',", "req_ids=[chatcmpl-a1,"),
+                       "is not a list of quoted request ids"),
+                      (base.replace("req_ids=['chatcmpl-a1',", "req_ids=['chatcmpl-zz',"),
+                       "CachedRequestData(req_ids=[...]) are not among")):
+        dump = _dump(capsys, tmp_path, text)
+        assert dump["req_ids"] == "unknown" and why in str(dump["unread"])
+
+
+def test_a_printed_list_is_read_by_its_quotes() -> None:
+    """T130c: each escape ``repr`` writes is decoded; any other text is no list."""
+    from forensics.importers.quoted import quoted_list
+
+    text = "[" + ", ".join(map(repr, ["a", "it's", "x'y\"z", "\\", "\n\t", "é\x00"])) + "]"
+    assert quoted_list(text, 1) == ["a", "it's", "x'y\"z", "\\", "\n\t", "é\x00"]
+    assert quoted_list("[]", 1) == [] and quoted_list("['a' 'b']", 1) is None
+    assert quoted_list("['a\\q']", 1) is None and quoted_list("['a', ", 1) is None
+
+
+def test_known_says_why_a_fact_spelled_twice_is_unknown(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """T130d: a speculative method the dump's config line spells twice (a model path holding
+    ``SpeculativeConfig(method=``) is unknown, and ``known`` and its JSON say why, never
+    "not recorded"."""
+    from test_round2 import run_cli
+
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "SpeculativeConfig(method='mtp', model='/models/Qwen3.8-27B'",
+        "SpeculativeConfig(method='mtp', model='/m/SpeculativeConfig(method=x/'")
+    assert _dump(capsys, tmp_path, text)["config"]["speculative"] == "unknown"
+    capture = tmp_path / "engine.capture"
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "speculative not recorded" not in said
+    assert "speculative unknown: a crash dump's config line spells it more than once" in said
+    code, out, err = run_cli(capsys, "known", capture, "--json")
+    race = {m["id"]: m for m in json.loads(out)["checked"]}["all-placeholder-drafts-race"]
+    assert any("spells it more than once" in u for u in race["unknown"])

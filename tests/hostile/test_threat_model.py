@@ -1505,6 +1505,13 @@ TESTS = {
               "test_a_split_piece_whose_origins_were_searched_reads_null_as_none"],
     "T130b": ["tests/hostile/test_round22_fix22a.py::"
               "test_a_split_triage_decodes_each_result_once"],
+    "T130c": ["tests/hostile/test_round22_fix22a.py::"
+              "test_a_cached_request_id_holding_a_quote_is_read_as_printed",
+              "tests/hostile/test_round22_fix22a.py::"
+              "test_a_cached_request_list_read_wrong_leaves_the_batch_unknown",
+              "tests/hostile/test_round22_fix22a.py::test_a_printed_list_is_read_by_its_quotes"],
+    "T130d": ["tests/hostile/test_round22_fix22a.py::"
+              "test_known_says_why_a_fact_spelled_twice_is_unknown"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
