@@ -214,3 +214,25 @@ def test_known_says_why_a_fact_spelled_twice_is_unknown(capsys: pytest.CaptureFi
     code, out, err = run_cli(capsys, "known", capture, "--json")
     race = {m["id"]: m for m in json.loads(out)["checked"]}["all-placeholder-drafts-race"]
     assert any("spells it more than once" in u for u in race["unknown"])
+
+
+# ------------------------------------------------ T130e: reports after an engine_dead event
+
+DEAD_LINE = ("(APIServer pid=7) ERROR 12-02 10:46:45 [serving.py:1] "
+             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n")
+
+
+def test_reports_after_an_engine_dead_event_are_counted_with_it(tmp_path: Path) -> None:
+    """T130e: an ``EngineDeadError`` line alone is a crash event (its crash in another log);
+    the later lines reporting the same death are counted with its own line (``count`` 3 of 3
+    reports, its own line first), as a crash's reports are; the second line had become its
+    report's first, ``count`` 2 of 3 reports."""
+    from forensics.importers import read_source
+
+    log = tmp_path / "api.log"
+    log.write_text(DEAD_LINE + "x\n" + DEAD_LINE + "y\n" + DEAD_LINE)
+    [event] = read_source(log).events
+    report = event["engine_dead"]
+    assert (event["kind"], event["line"]) == ("engine_dead", 1)
+    assert (report["line"], report["count"]) == (1, 3)
+    assert [r["line"] for r in report["more"]] == [3, 5]

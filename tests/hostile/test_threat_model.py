@@ -1512,6 +1512,8 @@ TESTS = {
               "tests/hostile/test_round22_fix22a.py::test_a_printed_list_is_read_by_its_quotes"],
     "T130d": ["tests/hostile/test_round22_fix22a.py::"
               "test_known_says_why_a_fact_spelled_twice_is_unknown"],
+    "T130e": ["tests/hostile/test_round22_fix22a.py::"
+              "test_reports_after_an_engine_dead_event_are_counted_with_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
