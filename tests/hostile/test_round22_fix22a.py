@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,56 @@ def test_reports_after_an_engine_dead_event_are_counted_with_it(tmp_path: Path) 
     assert (event["kind"], event["line"]) == ("engine_dead", 1)
     assert (report["line"], report["count"]) == (1, 3)
     assert [r["line"] for r in report["more"]] == [3, 5]
+
+
+# ------------------------------------------------ T130f, T130g: the plotting API
+
+CLEAN = ROOT / "data" / "clean.capture"
+
+
+@pytest.fixture(scope="module")
+def clean_result() -> Any:
+    """The bundled clean capture, replayed."""
+    import forensics
+
+    return forensics.replay(forensics.load(CLEAN))
+
+
+def test_save_refuses_a_capture_folder(tmp_path: Path, clean_result: Any) -> None:
+    """T130f: ``plots.save(ax, "X.capture/x.svg")`` (or into any folder holding a manifest,
+    reached through a link too) is refused, naming the path and the fix; nothing is written.
+    It wrote the image into the capture."""
+    import shutil
+
+    from forensics import plots
+    from forensics.errors import ConfigurationError
+
+    capture = Path(shutil.copytree(CLEAN, tmp_path / "c.capture"))
+    plain = Path(shutil.copytree(CLEAN, tmp_path / "plain"))
+    (tmp_path / "link").symlink_to(capture)
+    for path in (capture / "x.svg", plain / "sub" / ".." / "x.png", tmp_path / "link" / "x.svg"):
+        with pytest.raises(ConfigurationError, match="inside the capture .*a capture folder: "
+                                                     "what is written there changes"):
+            plots.save(plots.plot(clean_result, "timeline"), path)
+        assert not Path(os.path.realpath(path)).exists()
+    plots.save(plots.plot(clean_result, "timeline"), tmp_path / "out.svg")
+    assert (tmp_path / "out.svg").stat().st_size > 0
+
+
+def test_an_unknown_plot_kind_names_the_argument_and_the_choices(clean_result: Any) -> None:
+    """T130g: ``plot``, ``plot_side_by_side`` and the SVG painter say one line for an unknown
+    kind, naming ``kind=`` and the choices (a ValueError still); it was a bare ValueError
+    "unknown plot kind 'nope'; expected one of [...]", from three copies of the line."""
+    from forensics import plots
+    from forensics.errors import ConfigurationError
+    from forensics.present.svg.views import figure, side_by_side
+
+    for draw in (lambda: plots.plot(clean_result, kind="nope"),
+                 lambda: plots.plot_side_by_side(clean_result, kind="nope"),
+                 lambda: figure("nope", clean_result),
+                 lambda: side_by_side(clean_result, kind="nope")):
+        with pytest.raises(ConfigurationError) as caught:
+            draw()
+        assert isinstance(caught.value, ValueError)
+        assert str(caught.value).startswith("kind='nope' is no plot kind; give kind= one of [")
+        assert "'timeline'" in str(caught.value)

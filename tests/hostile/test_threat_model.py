@@ -1514,6 +1514,9 @@ TESTS = {
               "test_known_says_why_a_fact_spelled_twice_is_unknown"],
     "T130e": ["tests/hostile/test_round22_fix22a.py::"
               "test_reports_after_an_engine_dead_event_are_counted_with_it"],
+    "T130f": ["tests/hostile/test_round22_fix22a.py::test_save_refuses_a_capture_folder"],
+    "T130g": ["tests/hostile/test_round22_fix22a.py::"
+              "test_an_unknown_plot_kind_names_the_argument_and_the_choices"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
