@@ -170,11 +170,12 @@ def misread(batch: dict[str, Any]) -> str | None:
         return (f"a request read of its num_scheduled_tokens schedules {below} tokens (vLLM "
                 "lists only the requests it schedules a token or more of)")
     unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
-    cached = len(set(batch["req_ids"]) - set(counts))
-    if cached:
-        return (f"{cached} request(s) read of its CachedRequestData(req_ids=[...]) are not "
-                "among those read of its num_scheduled_tokens (vLLM lists there only the "
-                "requests it schedules)")
+    for key, field in (("req_ids", "CachedRequestData(req_ids=[...])"),
+                       ("new_req_ids", "NewRequestData(req_id=...)")):
+        listed = len(set(batch[key]) - set(counts))
+        if listed:
+            return (f"{listed} request(s) read of its {field} are not among those read of "
+                    "its num_scheduled_tokens (vLLM lists there only the requests it schedules)")
     if unscheduled:
         return (f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
                 "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "

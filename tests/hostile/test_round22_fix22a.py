@@ -290,3 +290,18 @@ def test_an_unknown_plot_kind_names_the_argument_and_the_choices(clean_result: A
         assert isinstance(caught.value, ValueError)
         assert str(caught.value).startswith("kind='nope' is no plot kind; give kind= one of [")
         assert "'timeline'" in str(caught.value)
+
+
+def test_a_new_request_id_holding_a_comma_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: vLLM prints a new request's id unquoted (``NewRequestData(req_id=a,b,...``): an
+    id holding ``,`` is read short, names no request the batch schedules, and leaves the batch
+    unknown, saying why (it was stored as ``a``)."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "scheduled_new_reqs=[]", "scheduled_new_reqs=[NewRequestData(req_id=n,1,"
+        "prompt_token_ids_len=5)]").replace(
+        "num_scheduled_tokens={chatcmpl-b2: 5,", "num_scheduled_tokens={n,1: 5, chatcmpl-b2: 5,"
+    ).replace("total_num_scheduled_tokens=10", "total_num_scheduled_tokens=15")
+    dump = _dump(capsys, tmp_path, text)
+    assert dump["new_req_ids"] == "unknown"
+    assert "NewRequestData(req_id=...) are not among" in str(dump["unread"])
