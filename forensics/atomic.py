@@ -370,20 +370,21 @@ def real_output(path: str | os.PathLike[str]) -> Path:
 
 
 def refuse_inside_captures(path: str | os.PathLike[str], captures: Iterable[object],
-                           option: str = "-o") -> None:
+                           option: str = "-o", reads: bool = True) -> None:
     """Raise ConfigurationError when the output ``path`` (every link and ``..`` on its way
     followed) is one of ``captures`` (paths, or opened captures with a ``path``; records in
     memory have none) or lies inside one: a command never writes into a capture it reads.
-    Every command that reads a capture and writes an output the user names checks it first."""
+    Every command that reads a capture and writes an output the user names checks it first;
+    ``reads``: the caller reads ``captures`` (else they are capture folders it found)."""
     folders = {os.path.realpath(where) for where in map(capture_folder, captures) if where}
     written = Path(os.path.realpath(user_path(path)))
     for where in (written, *written.parents):
         if str(where) in folders:
             what = "the capture" if where == written else "inside the capture"
             raise ConfigurationError(
-                f"{option} '{terminal(os.fspath(path))}' is {what} '{terminal(where)}', which "
-                "this command reads: what is written there changes that capture; write it "
-                "outside the capture's folder")
+                f"{option} '{terminal(os.fspath(path))}' is {what} '{terminal(where)}', "
+                f"{'which this command reads' if reads else 'a capture folder'}: what is "
+                "written there changes that capture; write it outside the capture's folder")
 
 
 def capture_folder(capture: object) -> str | os.PathLike[str] | None:

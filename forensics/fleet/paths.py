@@ -9,19 +9,9 @@ from pathlib import Path
 
 from forensics.errors import ConfigurationError
 from forensics.escaping import terminal
-from forensics.store.paths import MANIFEST
+from forensics.store.paths import CAPTURE_SUFFIX, MANIFEST, is_capture
 
-CAPTURE_SUFFIX = ".capture"
-
-
-def is_capture(path: Path) -> bool:
-    """Whether ``path`` is a capture directory (named ``*.capture`` or holding a manifest);
-    False for a path the system cannot look at (too long, no permission)."""
-    try:
-        return path.is_dir() and (path.name.endswith(CAPTURE_SUFFIX)
-                                  or (path / MANIFEST).exists())
-    except OSError:
-        return False
+__all__ = ["CAPTURE_SUFFIX", "MANIFEST", "find_captures", "is_capture"]
 
 
 def find_captures(patterns: Iterable[str | os.PathLike[str]],

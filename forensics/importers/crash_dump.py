@@ -32,6 +32,7 @@ from forensics.errors import CaptureFormatError
 from forensics.importers import Imported
 from forensics.importers import logs as plain_logs
 from forensics.importers.common import show
+from forensics.importers.quoted import quoted_list
 from forensics.manifest_facts import UNKNOWN
 
 CONFIG_RE = re.compile(r"Dumping input data for V1 LLM engine \(v(?P<version>[^)\s]+)\) with "
@@ -43,7 +44,6 @@ CLOSE_RE = re.compile(r"\}(?:,\s*+(?:\w++=|\))|\)|\s*+$)")
 LIST_RE = re.compile(r"\[[^\[\]:]*\]")
 IDS_RE = re.compile(r"\[(?P<ids>[-\d,\s]*)\]?")
 NUMBER_RE = re.compile(r"-?[0-9]+")
-QUOTED_RE = re.compile(r"'([^']*)'")
 CONFIG_FIELDS = {"model": re.compile(r"^model='(?P<v>[^']*)'"),
                  "speculative": re.compile(r"SpeculativeConfig\(method='(?P<v>[^']*)'"),
                  "num_speculative_tokens": re.compile(r"(?<!\w)num_spec_tokens=(?P<v>\d+)"),
@@ -170,6 +170,12 @@ def misread(batch: dict[str, Any]) -> str | None:
         return (f"a request read of its num_scheduled_tokens schedules {below} tokens (vLLM "
                 "lists only the requests it schedules a token or more of)")
     unscheduled = len(set(batch["scheduled_spec_decode_tokens"]) - set(counts))
+    for key, field in (("req_ids", "CachedRequestData(req_ids=[...])"),
+                       ("new_req_ids", "NewRequestData(req_id=...)")):
+        listed = len(set(batch[key]) - set(counts))
+        if listed:
+            return (f"{listed} request(s) read of its {field} are not among those read of "
+                    "its num_scheduled_tokens (vLLM lists there only the requests it schedules)")
     if unscheduled:
         return (f"{unscheduled} request(s) read of its scheduled_spec_decode_tokens are not "
                 "among those read of its num_scheduled_tokens (vLLM schedules drafts only for "
@@ -283,11 +289,26 @@ def parse_scheduler_output(text: str) -> dict[str, Any]:
     spec = _dict(text, "scheduled_spec_decode_tokens", LIST_RE, _ids)
     counts = _dict(text, "num_scheduled_tokens", NUMBER_RE, _count)
     total = re.search(r"total_num_scheduled_tokens=(\d+)", text)
-    cached = next(between(text, "CachedRequestData(req_ids=[", "]"), None)
     return {"scheduled_spec_decode_tokens": spec, "num_scheduled_tokens": counts,
             "total_num_scheduled_tokens": _int(total.group(1)) if total else None,
-            "req_ids": QUOTED_RE.findall(cached) if cached is not None else [],
+            "req_ids": _cached_ids(text),
             "new_req_ids": list(between(text, "NewRequestData(req_id=", ","))}
+
+
+def _cached_ids(text: str) -> list[str]:
+    """The ids of ``CachedRequestData(req_ids=[...])`` as ``repr`` printed them (an id holding
+    ``'`` in double quotes; none: ``[]``).
+
+    Raises CaptureFormatError when the list is not one of printed strings."""
+    opener = "CachedRequestData(req_ids=["
+    at = text.find(opener)
+    if at < 0:
+        return []
+    ids = quoted_list(text, at + len(opener))
+    if ids is None:
+        raise CaptureFormatError("its CachedRequestData(req_ids=[...]) is not a list of "
+                                 "quoted request ids")
+    return ids
 
 
 def between(text: str, opener: str, closer: str) -> Iterator[str]:

@@ -200,10 +200,14 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
     the first as its ``line`` and ``message``; each later one counted in its ``count`` (every
     report) and, up to :data:`MORE_REPORTS`, listed in its ``more`` (line and message), so that
     a second report (another worker's death an hour later) is not lost; ``cut``: why the line
-    was read only in part (kept with it)."""
+    was read only in part (kept with it). An ``engine_dead`` event is its death's first
+    report itself: its own line is its ``engine_dead``'s first, so that ``count`` counts every
+    report (a crash's reports are all after it)."""
     said: dict[str, Any] = {"line": number, "message": text.strip()[:TEXT]}
     if cut:
         said["cut"] = cut
+    if crash.get("kind") == key == "engine_dead" and key not in crash:
+        crash[key] = {k: crash[k] for k in ("line", "message", "cut") if k in crash}
     first = crash.get(key)
     if first is None:
         crash[key] = said

@@ -48,6 +48,9 @@ class Evidence:
     dumped: frozenset[str] = frozenset()
     #: the facts crash dumps' config lines state differently, and the manifest does not
     disputed: frozenset[str] = frozenset()
+    #: the facts a crash dump's config line leaves unknown (it spells the field more than
+    #: once: a model's path or name holds its text), and the manifest does not state
+    unspelled: frozenset[str] = frozenset()
     #: the variants the replay ran (None: not known, as in evidence built by hand)
     replayed: frozenset[str] | None = None
     #: whether the capture held records of a site this install knows (None: not known, as in
@@ -95,6 +98,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
                     disputed=disputed_facts(events) - set(stated),
+                    unspelled=unspelled_facts(events) - set(stated),
                     replayed=frozenset(result.variants), held_records=bool(sites))
 
 
@@ -139,14 +143,27 @@ def dump_facts(events: list[dict[str, Any]]) -> dict[str, Any]:
     fit its fact as a manifest's is read (:mod:`forensics.manifest_facts`) states none; a fact
     two dumps state differently (two engines' in one log) is stated by none: the last one
     read was said of them all ("speculative is ngram, not mtp" of an mtp engine's dump)."""
-    stated = _stated_by_dumps(events)
-    return {k: next(iter(values)) for k, values in stated.items() if len(values) == 1}
+    stated, unspelled = _stated_by_dumps(events), unspelled_facts(events)
+    return {k: next(iter(values)) for k, values in stated.items()
+            if len(values) == 1 and k not in unspelled}
+
+
+def unspelled_facts(events: list[dict[str, Any]]) -> frozenset[str]:
+    """The facts a crash dump's config line holds as unknown (spelled more than once: which
+    is the config's own is not known), which no other dump then states for it."""
+    from forensics.manifest_facts import UNKNOWN
+
+    declared = dumped_facts()
+    return frozenset(k for event in events if event.get("kind") == "crash_dump"
+                     and isinstance(event.get("config"), dict)
+                     for k, v in event["config"].items() if k in declared and v == UNKNOWN)
 
 
 def disputed_facts(events: list[dict[str, Any]]) -> frozenset[str]:
     """The facts the crash dumps' config lines state differently (:func:`dump_facts` leaves
     them out)."""
-    return frozenset(k for k, values in _stated_by_dumps(events).items() if len(values) > 1)
+    return frozenset(k for k, values in _stated_by_dumps(events).items()
+                     if len(values) > 1) - unspelled_facts(events)
 
 
 def _stated_by_dumps(events: list[dict[str, Any]]) -> dict[str, set[Any]]:

@@ -228,16 +228,16 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
 
 def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     """Whether the capture's fact ``name`` equals the clause's value (None: not recorded,
-    stated differently by crash dumps' config lines, or recorded as no true/false where the
-    clause wants one: ``"true"`` or ``1`` is no boolean a producer writes, so it neither
-    holds nor contradicts; nor does a name holding a space, an invisible or look-alike
-    character, or a number where the clause wants a name)."""
+    stated differently by crash dumps' config lines or spelled twice in one (:func:`_unstated`),
+    or recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no
+    boolean a producer writes, so it neither holds nor contradicts; nor does a name holding
+    a space, an invisible or look-alike character, or a number where the clause wants a
+    name)."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
     if got is None:
-        return Check(None, f"{name} stated differently by the crash dumps' config lines"
-                     if name in evidence.disputed else f"{name} not recorded")
+        return Check(None, _unstated(name, evidence))
     if isinstance(wanted, bool) != isinstance(got, bool):
         return Check(None, (f"{name} recorded as {got!r}, not as true or false"
                             if isinstance(wanted, bool) else f"{name} recorded as {got!r}")
@@ -247,6 +247,17 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     same = (str(got).lower() == str(wanted).lower() if isinstance(wanted, str)
             else got == wanted)
     return Check(same, f"{name} is {got}" + ("" if same else f", not {wanted}") + source)
+
+
+def _unstated(name: str, evidence: Evidence) -> str:
+    """Why the fact ``name`` is not known: dumps that state it differently, a dump's config
+    line that spells it more than once, or no record of it."""
+    if name in evidence.unspelled:
+        return (f"{name} unknown: a crash dump's config line spells it more than once (a "
+                "model's path or name holds its text), so which is the config's is not known")
+    if name in evidence.disputed:
+        return f"{name} stated differently by the crash dumps' config lines"
+    return f"{name} not recorded"
 
 
 def _event(spec: dict[str, Any], evidence: Evidence) -> Check:

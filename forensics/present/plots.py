@@ -55,6 +55,7 @@ from forensics.present.scene.timeline import (
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
 from forensics.present.selection import (
     TensorChoice,
+    check_kind,
     coords,
     round_ticks,
     side_by_side_choice,
@@ -562,7 +563,8 @@ def plot_side_by_side(result: Any, kind: str = "timeline", site: str | None = No
     Returns:
         The Figure.
     Raises:
-        ValueError: an unknown ``kind``; UnknownSiteError, UnknownVariantError as the plots do.
+        ConfigurationError (a ValueError): an unknown ``kind``, naming the choices;
+            UnknownSiteError, UnknownVariantError as the plots do.
     """
     if svg.active():
         return _as_svg("side_by_side", result, kind=kind, site=site, variants=variants,
@@ -583,12 +585,12 @@ def plot(result: Any, kind: str = "timeline", site: str | None = None,
     Returns:
         The Axes.
     Raises:
-        ValueError: an unknown ``kind``; UnknownSiteError, UnknownVariantError as the plots do.
+        ConfigurationError (a ValueError): an unknown ``kind``, naming the choices;
+            UnknownSiteError, UnknownVariantError as the plots do.
     """
     if kind == "verdicts":
         return plot_verdict_matrix(result, ax=ax)
-    if kind not in PLOTTERS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(KINDS)}")
+    check_kind(kind, KINDS)
     return PLOTTERS[kind](result, site=site, variant=variant, ax=ax)
 
 
@@ -611,15 +613,18 @@ def save(ax: Axes, path: str | os.PathLike[str], dpi: int = 120) -> None:
     """Save the figure holding ``ax`` to ``path`` (format from the suffix) and close it.
 
     Raises:
-        ConfigurationError: ``dpi`` is not one :func:`check_dpi` takes; ``path``'s suffix is no
+        ConfigurationError: ``path`` lies in a capture folder (a capture is data: nothing is
+            written into it); ``dpi`` is not one :func:`check_dpi` takes; ``path``'s suffix is no
             image type matplotlib writes (a path without one said "Format 'tmp' is not
             supported", the suffix of the file written first, in a ValueError traceback).
     """
     figure: Any = ax.figure
     from forensics.atomic import user_path, write_atomically
+    from forensics.store.paths import refuse_in_capture_folder
 
     try:
         check_dpi(dpi)
+        refuse_in_capture_folder(path, "path")
         kind = _image_type(figure, user_path(path))
         write_atomically(user_path(path), lambda tmp: figure.savefig(
             tmp, format=kind, dpi=dpi, bbox_inches="tight"), shared=True)

@@ -357,6 +357,17 @@ def choose_tensors(result: Any, site: str, variants: Sequence[str]) -> list[str]
     return pick_tensors(frames[0])[0] if frames else []
 
 
+def check_kind(kind: object, kinds: Sequence[str]) -> None:
+    """Raise ConfigurationError (a ValueError) naming the argument ``kind`` and its choices
+    where ``kind`` is not one of ``kinds``: the one line every painter's view says."""
+    if kind not in kinds:
+        from forensics.errors import ConfigurationError
+
+        shown = terminal(repr(kind))[:60]
+        raise ConfigurationError(f"kind={shown} is no plot kind; give kind= one of "
+                                 f"{list(kinds)}")
+
+
 def side_by_side_choice(result: Any, kind: str, site: str | None,
                         variants: Sequence[str] | None, kinds: Sequence[str],
                         options: dict[str, Any]) -> tuple[list[str], str, dict[str, Any]]:
@@ -365,10 +376,9 @@ def side_by_side_choice(result: Any, kind: str, site: str | None,
     panels except on heatmaps, whose grids span every variant's steps and rows).
 
     Raises:
-        ValueError: ``kind`` is not one of ``kinds``.
+        ConfigurationError: ``kind`` is not one of ``kinds`` (:func:`check_kind`).
     """
-    if kind not in kinds:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(kinds)}")
+    check_kind(kind, kinds)
     names = list(variants) if variants is not None else variant_names(result)
     names = names or [chosen_variant(result, None)]
     site = site or chosen_site(result, None, chosen_variant(result, names[0]))

@@ -176,3 +176,29 @@ def cut_text(files: Sequence[str]) -> str:
              for name in files[:NAMED_CUT]]
     more = f" and {len(files) - NAMED_CUT} more file(s)" if len(files) > NAMED_CUT else ""
     return f"the end of {', '.join(named)}{more}, {CUT_SHORT}"
+
+
+#: the suffix of a capture folder's name
+CAPTURE_SUFFIX = ".capture"
+
+
+def is_capture(path: Path) -> bool:
+    """Whether ``path`` is a capture directory (named ``*.capture`` or holding a manifest);
+    False for a path the system cannot look at (too long, no permission)."""
+    try:
+        return path.is_dir() and (path.name.endswith(CAPTURE_SUFFIX)
+                                  or (path / MANIFEST).exists())
+    except OSError:
+        return False
+
+
+def refuse_in_capture_folder(path: str | os.PathLike[str], option: str) -> None:
+    """Raise ConfigurationError when the output ``path`` (every link and ``..`` followed) lies
+    in a capture folder (:func:`is_capture`), as every command's ``-o`` refuses the capture it
+    reads (:func:`~forensics.atomic.refuse_inside_captures`); ``option``: how the caller named
+    ``path``."""
+    from forensics.atomic import refuse_inside_captures
+
+    written = Path(os.path.realpath(user_path(path)))
+    refuse_inside_captures(path, [p for p in written.parents if is_capture(p)], option,
+                           reads=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,163 @@ def test_a_split_triage_decodes_each_result_once(tmp_path: Path,
     assert len(calls) == len(plan([capture], 100)) > 1
     assert split.rows[0]["findings"] == before.rows[0]["findings"]
     assert split.rows[0]["known"] == before.rows[0]["known"]
+
+
+# ------------------------------------------------ T130c, T130d: imported crash dumps
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL_PLACEHOLDER = ROOT / "tests" / "data" / "vllm_dump_all_placeholder.log"
+
+
+def _dump(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> dict[str, Any]:
+    """The crash-dump event of the capture imported from a log of ``text``."""
+    from test_round19_attack19b import import_log
+
+    events = import_log(capsys, tmp_path, text)[2]
+    return next(e for e in events if e["kind"] == "crash_dump")
+
+
+def test_a_cached_request_id_holding_a_quote_is_read_as_printed(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: vLLM prints an id holding ``'`` in double quotes (``["it's", 'b']``): it is read
+    as the id, not as the text between two of its quotes."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "req_ids=['chatcmpl-a1',", "req_ids=[\"it's]a1\",").replace("chatcmpl-a1:", "it's]a1:")
+    dump = _dump(capsys, tmp_path, text)
+    assert dump["req_ids"] == ["it's]a1", "chatcmpl-b2"]
+    assert dump["num_scheduled_tokens"] == {"chatcmpl-b2": 5, "it's]a1": 5}
+
+
+def test_a_cached_request_list_read_wrong_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: a cached id list that is no list of printed strings, or that names a request
+    the batch does not schedule, leaves the batch unknown, saying why."""
+    base = ALL_PLACEHOLDER.read_text(encoding="utf-8")
+    for text, why in ((base.replace("req_ids=['chatcmpl-a1',", "req_ids=[chatcmpl-a1,"),
+                       "is not a list of quoted request ids"),
+                      (base.replace("req_ids=['chatcmpl-a1',", "req_ids=['chatcmpl-zz',"),
+                       "CachedRequestData(req_ids=[...]) are not among")):
+        dump = _dump(capsys, tmp_path, text)
+        assert dump["req_ids"] == "unknown" and why in str(dump["unread"])
+
+
+def test_a_printed_list_is_read_by_its_quotes() -> None:
+    """T130c: each escape ``repr`` writes is decoded; any other text is no list."""
+    from forensics.importers.quoted import quoted_list
+
+    text = "[" + ", ".join(map(repr, ["a", "it's", "x'y\"z", "\\", "\n\t", "é\x00"])) + "]"
+    assert quoted_list(text, 1) == ["a", "it's", "x'y\"z", "\\", "\n\t", "é\x00"]
+    assert quoted_list("[]", 1) == [] and quoted_list("['a' 'b']", 1) is None
+    assert quoted_list("['a\\q']", 1) is None and quoted_list("['a', ", 1) is None
+
+
+def test_known_says_why_a_fact_spelled_twice_is_unknown(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """T130d: a speculative method the dump's config line spells twice (a model path holding
+    ``SpeculativeConfig(method=``) is unknown, and ``known`` and its JSON say why, never
+    "not recorded"."""
+    from test_round2 import run_cli
+
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "SpeculativeConfig(method='mtp', model='/models/Qwen3.8-27B'",
+        "SpeculativeConfig(method='mtp', model='/m/SpeculativeConfig(method=x/'")
+    assert _dump(capsys, tmp_path, text)["config"]["speculative"] == "unknown"
+    capture = tmp_path / "engine.capture"
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "speculative not recorded" not in said
+    assert "speculative unknown: a crash dump's config line spells it more than once" in said
+    code, out, err = run_cli(capsys, "known", capture, "--json")
+    race = {m["id"]: m for m in json.loads(out)["checked"]}["all-placeholder-drafts-race"]
+    assert any("spells it more than once" in u for u in race["unknown"])
+
+
+# ------------------------------------------------ T130e: reports after an engine_dead event
+
+DEAD_LINE = ("(APIServer pid=7) ERROR 12-02 10:46:45 [serving.py:1] "
+             "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n")
+
+
+def test_reports_after_an_engine_dead_event_are_counted_with_it(tmp_path: Path) -> None:
+    """T130e: an ``EngineDeadError`` line alone is a crash event (its crash in another log);
+    the later lines reporting the same death are counted with its own line (``count`` 3 of 3
+    reports, its own line first), as a crash's reports are; the second line had become its
+    report's first, ``count`` 2 of 3 reports."""
+    from forensics.importers import read_source
+
+    log = tmp_path / "api.log"
+    log.write_text(DEAD_LINE + "x\n" + DEAD_LINE + "y\n" + DEAD_LINE)
+    [event] = read_source(log).events
+    report = event["engine_dead"]
+    assert (event["kind"], event["line"]) == ("engine_dead", 1)
+    assert (report["line"], report["count"]) == (1, 3)
+    assert [r["line"] for r in report["more"]] == [3, 5]
+
+
+# ------------------------------------------------ T130f, T130g: the plotting API
+
+CLEAN = ROOT / "data" / "clean.capture"
+
+
+@pytest.fixture(scope="module")
+def clean_result() -> Any:
+    """The bundled clean capture, replayed."""
+    import forensics
+
+    return forensics.replay(forensics.load(CLEAN))
+
+
+def test_save_refuses_a_capture_folder(tmp_path: Path, clean_result: Any) -> None:
+    """T130f: ``plots.save(ax, "X.capture/x.svg")`` (or into any folder holding a manifest,
+    reached through a link too) is refused, naming the path and the fix; nothing is written.
+    It wrote the image into the capture."""
+    import shutil
+
+    from forensics import plots
+    from forensics.errors import ConfigurationError
+
+    capture = Path(shutil.copytree(CLEAN, tmp_path / "c.capture"))
+    plain = Path(shutil.copytree(CLEAN, tmp_path / "plain"))
+    (tmp_path / "link").symlink_to(capture)
+    for path in (capture / "x.svg", plain / "sub" / ".." / "x.png", tmp_path / "link" / "x.svg"):
+        with pytest.raises(ConfigurationError, match="inside the capture .*a capture folder: "
+                                                     "what is written there changes"):
+            plots.save(plots.plot(clean_result, "timeline"), path)
+        assert not Path(os.path.realpath(path)).exists()
+    plots.save(plots.plot(clean_result, "timeline"), tmp_path / "out.svg")
+    assert (tmp_path / "out.svg").stat().st_size > 0
+
+
+def test_an_unknown_plot_kind_names_the_argument_and_the_choices(clean_result: Any) -> None:
+    """T130g: ``plot``, ``plot_side_by_side`` and the SVG painter say one line for an unknown
+    kind, naming ``kind=`` and the choices (a ValueError still); it was a bare ValueError
+    "unknown plot kind 'nope'; expected one of [...]", from three copies of the line."""
+    from forensics import plots
+    from forensics.errors import ConfigurationError
+    from forensics.present.svg.views import figure, side_by_side
+
+    for draw in (lambda: plots.plot(clean_result, kind="nope"),
+                 lambda: plots.plot_side_by_side(clean_result, kind="nope"),
+                 lambda: figure("nope", clean_result),
+                 lambda: side_by_side(clean_result, kind="nope")):
+        with pytest.raises(ConfigurationError) as caught:
+            draw()
+        assert isinstance(caught.value, ValueError)
+        assert str(caught.value).startswith("kind='nope' is no plot kind; give kind= one of [")
+        assert "'timeline'" in str(caught.value)
+
+
+def test_a_new_request_id_holding_a_comma_leaves_the_batch_unknown(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """T130c: vLLM prints a new request's id unquoted (``NewRequestData(req_id=a,b,...``): an
+    id holding ``,`` is read short, names no request the batch schedules, and leaves the batch
+    unknown, saying why (it was stored as ``a``)."""
+    text = ALL_PLACEHOLDER.read_text(encoding="utf-8").replace(
+        "scheduled_new_reqs=[]", "scheduled_new_reqs=[NewRequestData(req_id=n,1,"
+        "prompt_token_ids_len=5)]").replace(
+        "num_scheduled_tokens={chatcmpl-b2: 5,", "num_scheduled_tokens={n,1: 5, chatcmpl-b2: 5,"
+    ).replace("total_num_scheduled_tokens=10", "total_num_scheduled_tokens=15")
+    dump = _dump(capsys, tmp_path, text)
+    assert dump["new_req_ids"] == "unknown"
+    assert "NewRequestData(req_id=...) are not among" in str(dump["unread"])

@@ -1555,6 +1555,20 @@ TESTS = {
               "test_a_divergence_names_a_backticked_host_as_it_is"],
     "T132f": ["tests/hostile/test_round22_attack22a.py::"
               "test_an_error_row_names_a_backticked_path_as_it_is"],
+    "T130c": ["tests/hostile/test_round22_fix22a.py::"
+              "test_a_cached_request_id_holding_a_quote_is_read_as_printed",
+              "tests/hostile/test_round22_fix22a.py::"
+              "test_a_cached_request_list_read_wrong_leaves_the_batch_unknown",
+              "tests/hostile/test_round22_fix22a.py::test_a_printed_list_is_read_by_its_quotes",
+              "tests/hostile/test_round22_fix22a.py::"
+              "test_a_new_request_id_holding_a_comma_leaves_the_batch_unknown"],
+    "T130d": ["tests/hostile/test_round22_fix22a.py::"
+              "test_known_says_why_a_fact_spelled_twice_is_unknown"],
+    "T130e": ["tests/hostile/test_round22_fix22a.py::"
+              "test_reports_after_an_engine_dead_event_are_counted_with_it"],
+    "T130f": ["tests/hostile/test_round22_fix22a.py::test_save_refuses_a_capture_folder"],
+    "T130g": ["tests/hostile/test_round22_fix22a.py::"
+              "test_an_unknown_plot_kind_names_the_argument_and_the_choices"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from forensics.present.scene import KINDS
-from forensics.present.selection import side_by_side_choice
+from forensics.present.selection import check_kind, side_by_side_choice
 from forensics.present.svg.canvas import Figure, Panel
 from forensics.present.svg.heatmap import heatmap_panel
 from forensics.present.svg.histogram import histogram_panel
@@ -45,8 +45,7 @@ def figure(kind: str, result: Any, **kwargs: Any) -> Figure:
     ``verdicts``) as a figure."""
     if kind == "verdicts":
         return verdict_figure(result)
-    if kind not in PANELS:
-        raise ValueError(f"unknown plot kind {kind!r}; expected one of {list(KINDS)}")
+    check_kind(kind, KINDS)
     return Figure([PANELS[kind](result, **kwargs)], PANEL_WIDTH, PANEL_HEIGHT, kind=kind)
 
 
