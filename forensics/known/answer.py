@@ -19,6 +19,7 @@ from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
+    GUARD_EVENT_KINDS,
     Evidence,
     at_step,
     before_crash,
@@ -52,7 +53,8 @@ class KnownAnswer:
     experiments: list[str] = field(default_factory=list)
     race: str = ""
     #: whether any variant finds a value out of range, a misattributed row, or an input the
-    #: model received that no recorded site wrote (``unwritten_input``)
+    #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
+    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
     failing: bool = False
     #: what the verdict rests on: the crash events in the capture and where the replay
     #: raises (:func:`what_was_seen`)
@@ -264,7 +266,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     findings = evidence.findings
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
-    failing = failing or bool(len(race.findings))
+    failing = failing or bool(len(race.findings)) or any(
+        e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,

@@ -23,6 +23,9 @@ OUT_OF_BOUNDS = "out_of_bounds"
 CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation",
                                "cuda_assert", "cuda_error", "illegal_memory_access",
                                "engine_dead", "crash_dump", "process_died"})
+#: event kinds of the probe's guard: each names a value out of range it found (a failure to
+#: report, whether or not the engine went on)
+GUARD_EVENT_KINDS = frozenset({"guard_violation", "guard_passed_on"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
 ID_RANGES = frozenset({"vocabulary", "embedding rows"})
 #: manifest model keys read as facts (:data:`forensics.manifest_facts.MODEL`), the names
