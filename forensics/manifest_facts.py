@@ -64,6 +64,15 @@ class Fact:
         return _REFUSALS[self.kind]
 
 
+#: the speculative methods vLLM reads as ``mtp`` (vLLM 0.33.0's ``MTPModelTypes``: its
+#: ``SpeculativeConfig`` replaces each with ``mtp``; older vLLMs kept the model's own name)
+MTP_METHODS = (
+    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
+    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
+    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
+    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
+    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
+    "inkling_mtp", "glm5_next_mtp")
 #: the vLLM version a capture declares
 VLLM = Fact("vllm", ("versions", "vllm"), Release)
 _REFUSALS = {str: f"is not a string of at most {MAX_TEXT} characters",

@@ -30,6 +30,7 @@ from forensics.known.evidence import (
     value_class,
 )
 from forensics.known.schema import Entry
+from forensics.manifest_facts import MTP_METHODS
 
 
 @dataclass
@@ -219,10 +220,15 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     stated differently by crash dumps' config lines, or recorded as no true/false where the
     clause wants one: ``"true"`` or ``1`` is no boolean a producer writes, so it neither
     holds nor contradicts; nor does a name holding a space, an invisible or look-alike
-    character, or a number where the clause wants a name)."""
+    character, or a number where the clause wants a name). A speculative method vLLM reads as
+    ``mtp`` (``deepseek_mtp``) is ``mtp``."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
+    if name == "speculative" and isinstance(got, str) and got.lower() in MTP_METHODS \
+            and got.lower() != "mtp":  # vLLM's own reading of the name
+        source = f" ({got}, which vLLM reads as mtp)" + source
+        got = "mtp"
     if got is None:
         return Check(None, f"{name} stated differently by the crash dumps' config lines"
                      if name in evidence.disputed else f"{name} not recorded")

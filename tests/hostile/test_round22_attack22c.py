@@ -197,3 +197,30 @@ def test_a_guard_passed_on_event_is_a_failure_to_report(
     assert "crash verdict no crash" in text, text
     assert "shows no failure to report" not in text, text
     assert "No known signature matches: a reason to file a new issue" in text, text
+
+
+# ------------------------------ T134e: an MTP method of the model's own name is MTP
+
+DUMP = DATA.parent / "tests" / "data" / "vllm_dump_all_placeholder.log"
+
+
+@pytest.mark.parametrize(("method", "matches"), [("deepseek_mtp", True), ("qwen3_next_mtp", True),
+                                                 ("ngram", False)])
+def test_an_mtp_method_of_its_models_name_is_mtp(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], method: str, matches: bool) -> None:
+    """A crash dump of an MTP engine whose config line names the method ``deepseek_mtp`` (an
+    MTP method vLLM reads as ``mtp``; older vLLMs print the model's own name): ``known`` said
+    "all-placeholder-drafts-race: does not match: speculative is deepseek_mtp, not mtp" of it,
+    where the same dump reading ``mtp`` matches. It matches; ``ngram`` still does not."""
+    log = tmp_path / "engine.log"
+    log.write_text(DUMP.read_text().replace("SpeculativeConfig(method='mtp'",
+                                            f"SpeculativeConfig(method='{method}'"))
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "known", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1), err
+    said = "all-placeholder-drafts-race: matches" if matches else \
+        "all-placeholder-drafts-race: does not match: speculative is ngram, not mtp"
+    assert said in text, text

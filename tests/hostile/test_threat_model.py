@@ -1510,6 +1510,8 @@ TESTS = {
               "test_check_does_not_say_it_replayed_a_variant_expected_json_lacks"],
     "T134d": ["tests/hostile/test_round22_attack22c.py::"
               "test_import_sources_takes_one_source_given_alone"],
+    "T134e": ["tests/hostile/test_round22_attack22c.py::"
+              "test_an_mtp_method_of_its_models_name_is_mtp"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
