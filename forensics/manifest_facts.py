@@ -160,3 +160,12 @@ ORDINAL = Fact("records at ordinal steps", ("imported", "ordinal_records"), int,
 #: its notes may be of those, not of the records it kept
 SHRUNK_FROM = Fact("records before shrinking", ("shrink", "records_before"), int,
                    noun="a record count")
+
+
+def no_records_why(manifest: Any) -> str:
+    """Why a capture holds no record, as its manifest tells: one ``forensics import`` made (its
+    ``imported`` entry) read logs or crash dumps alone; else the probe saw no call, or the
+    capture's segments were removed."""
+    if isinstance(manifest, dict) and isinstance(manifest.get("imported"), dict):
+        return "it was imported from logs or crash dumps alone"
+    return "the probe saw no call, or its segments were removed"

@@ -61,6 +61,8 @@ class KnownAnswer:
     seen: str = ""
     #: whether the capture holds no record: no value to judge the crash by
     empty: bool = False
+    #: why it holds none, as its manifest tells (:attr:`Evidence.no_records`)
+    no_records: str = "the probe saw no call, or its segments were removed"
     #: whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed: the
     #: signatures describe its findings, so without one none is judged
     engine_replayed: bool = True
@@ -125,8 +127,8 @@ class KnownAnswer:
                     "captured values explain it is not known: replay with upstream too.")
         if self.crash_verdict != UNEXPLAINED:
             return ""
-        why = ("no records were captured, so there is no value to judge it by (the probe saw "
-               "no call, or its segments were removed)" if self.empty else
+        why = ("no records were captured, so there is no value to judge it by "
+               f"({self.no_records})" if self.empty else
                "no variant finds a captured value out of range in the records judged, and "
                f"{self.unjudged} record(s) were not judged (they ended in errors under every "
                "replayed variant of the engine's code), so whether the captured values explain "
@@ -272,6 +274,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result), empty=not len(result.records),
+                       no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
                        unjudged_facts=unjudged_of(capture or result.capture),

@@ -56,6 +56,9 @@ class Evidence:
     #: whether the capture held records of a site this install knows (None: not known, as in
     #: evidence built by hand); without one no value was judged
     held_records: bool | None = None
+    #: why the capture holds no record, as its manifest tells (:func:`~forensics.
+    #: manifest_facts.no_records_why`)
+    no_records: str = "the probe saw no call, or its segments were removed"
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True
@@ -76,6 +79,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     from forensics.judge.findings import baseline_of
+    from forensics.manifest_facts import no_records_why
     from forensics.sites.runners import runner_of_sites
 
     baseline = str(baseline_of(result.variants))
@@ -95,7 +99,8 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     return Evidence(findings=result.findings, baseline=baseline, facts=facts, events=events,
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
                     disputed=disputed_facts(events) - set(stated),
-                    replayed=frozenset(result.variants), held_records=bool(sites))
+                    replayed=frozenset(result.variants), held_records=bool(sites),
+                    no_records=no_records_why(summary.get("manifest")))
 
 
 def _sites(capture: Any, result: ReplayResult) -> list[str]:

@@ -365,8 +365,8 @@ def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
         return Check(None, "whether the engine's code finds a value out of range is not known: "
                            f"{hidden} value(s) out of range that the models find lie where its "
                            "replayed variants cannot see")
-    why = ("a crash event, and no record of the engine's values to find one out of range by (a "
-           "log or crash dump alone)" if holds and evidence.held_records is False else
+    why = ("a crash event, and no record of the engine's values to find one out of range by "
+           f"({evidence.no_records})" if holds and evidence.held_records is False else
            "a crash event and no value out of range in the engine's own code" if holds else
            "no crash event" if not crash else
            "the engine's own code (the baseline or unpatched vLLM) finds a value out of range")

@@ -224,3 +224,35 @@ def test_an_mtp_method_of_its_models_name_is_mtp(
     said = "all-placeholder-drafts-race: matches" if matches else \
         "all-placeholder-drafts-race: does not match: speculative is ngram, not mtp"
     assert said in text, text
+
+
+# ------------------------------ T134f: why a capture holds no record, by its origin
+
+#: the two reasons, each true of one origin only
+IMPORTED = "it was imported from logs or crash dumps alone"
+PROBED = "the probe saw no call, or its segments were removed"
+
+
+def test_why_a_capture_holds_no_record_is_said_of_its_origin(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An imported crash dump (no record) was said to hold none because "the probe saw no
+    call, or its segments were removed" (``summary``, ``known``'s unexplained crash), and a
+    probe's capture whose segments are gone matched a signature for "(a log or crash dump
+    alone)". Each says the reason its manifest tells: an ``imported`` entry, or the probe."""
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", DUMP, "-o", capture)
+    assert code == 0, err
+    for command in ("known", "summary"):
+        code, out, err = run_cli(capsys, command, capture)
+        text = " ".join(out.split())
+        assert code in (0, 1), err
+        assert IMPORTED in text and "the probe saw no call" not in text, text
+    probed = tmp_path / "p.capture"
+    probed.mkdir()
+    for name in ("manifest.json", "events-w0.jsonl"):
+        shutil.copy(DATA / "incident-b-vocab-sentinel.capture" / name, probed / name)
+    for command in ("known", "summary"):
+        code, out, err = run_cli(capsys, command, probed)
+        text = " ".join(out.split())
+        assert code in (0, 1), err
+        assert PROBED in text and "dumps alone" not in text and "dump alone" not in text, text
