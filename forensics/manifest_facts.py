@@ -64,6 +64,15 @@ class Fact:
         return _REFUSALS[self.kind]
 
 
+#: the speculative methods vLLM reads as ``mtp`` (vLLM 0.33.0's ``MTPModelTypes``: its
+#: ``SpeculativeConfig`` replaces each with ``mtp``; older vLLMs kept the model's own name)
+MTP_METHODS = (
+    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
+    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
+    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
+    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
+    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
+    "inkling_mtp", "glm5_next_mtp")
 #: the vLLM version a capture declares
 VLLM = Fact("vllm", ("versions", "vllm"), Release)
 _REFUSALS = {str: f"is not a string of at most {MAX_TEXT} characters",
@@ -151,3 +160,12 @@ ORDINAL = Fact("records at ordinal steps", ("imported", "ordinal_records"), int,
 #: its notes may be of those, not of the records it kept
 SHRUNK_FROM = Fact("records before shrinking", ("shrink", "records_before"), int,
                    noun="a record count")
+
+
+def no_records_why(manifest: Any) -> str:
+    """Why a capture holds no record, as its manifest tells: one ``forensics import`` made (its
+    ``imported`` entry) read logs or crash dumps alone; else the probe saw no call, or the
+    capture's segments were removed."""
+    if isinstance(manifest, dict) and isinstance(manifest.get("imported"), dict):
+        return "it was imported from logs or crash dumps alone"
+    return "the probe saw no call, or its segments were removed"

@@ -67,9 +67,14 @@ def read_source(path: str | os.PathLike[str]) -> Imported:
     return importer_for(source)(source)  # each opens it through forensics.store.guarded
 
 
-def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
-                   force: bool = False, facts: dict[str, Any] | None = None) -> Path:
+def import_sources(sources: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+                   out: str | os.PathLike[str], force: bool = False,
+                   facts: dict[str, Any] | None = None) -> Path:
     """Import ``sources`` (.pt, .safetensors, .npz, logs) into a new capture at ``out``.
+
+    One source given alone (a ``str`` or ``os.PathLike``, not in a list) is that one file: a
+    string was read as its characters (``'/' is the same file as '/'``) and a ``Path`` was a
+    ``TypeError``.
 
     ``facts`` (``{"versions.vllm": "0.31.0", ...}``, see :mod:`forensics.importers.facts`)
     are the incident's; every other stated fact is ``unknown``, and the importing tool and
@@ -87,6 +92,8 @@ def import_sources(sources: Sequence[str | os.PathLike[str]], out: str | os.Path
     from forensics.store.replace import recover
     from forensics.store.writer import check_replaceable, write_capture
 
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
     if not sources:
         raise CaptureFormatError("no sources given; pass .pt, .safetensors, .npz or log files")
     target = named(out, "output")

@@ -19,6 +19,7 @@ from forensics.escaping import spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
+    GUARD_EVENT_KINDS,
     Evidence,
     at_step,
     before_crash,
@@ -52,13 +53,16 @@ class KnownAnswer:
     experiments: list[str] = field(default_factory=list)
     race: str = ""
     #: whether any variant finds a value out of range, a misattributed row, or an input the
-    #: model received that no recorded site wrote (``unwritten_input``)
+    #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
+    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
     failing: bool = False
     #: what the verdict rests on: the crash events in the capture and where the replay
     #: raises (:func:`what_was_seen`)
     seen: str = ""
     #: whether the capture holds no record: no value to judge the crash by
     empty: bool = False
+    #: why it holds none, as its manifest tells (:attr:`Evidence.no_records`)
+    no_records: str = "the probe saw no call, or its segments were removed"
     #: whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed: the
     #: signatures describe its findings, so without one none is judged
     engine_replayed: bool = True
@@ -123,8 +127,8 @@ class KnownAnswer:
                     "captured values explain it is not known: replay with upstream too.")
         if self.crash_verdict != UNEXPLAINED:
             return ""
-        why = ("no records were captured, so there is no value to judge it by (the probe saw "
-               "no call, or its segments were removed)" if self.empty else
+        why = ("no records were captured, so there is no value to judge it by "
+               f"({self.no_records})" if self.empty else
                "no variant finds a captured value out of range in the records judged, and "
                f"{self.unjudged} record(s) were not judged (they ended in errors under every "
                "replayed variant of the engine's code), so whether the captured values explain "
@@ -267,11 +271,13 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     findings = evidence.findings
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
-    failing = failing or bool(len(race.findings))
+    failing = failing or bool(len(race.findings)) or any(
+        e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
                        what_was_seen(evidence, result), empty=not len(result.records),
+                       no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
                        unjudged=unjudged_records(result),
                        unjudged_facts=unjudged_of(capture or result.capture),

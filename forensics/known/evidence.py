@@ -23,6 +23,9 @@ OUT_OF_BOUNDS = "out_of_bounds"
 CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation",
                                "cuda_assert", "cuda_error", "illegal_memory_access",
                                "engine_dead", "crash_dump", "process_died"})
+#: event kinds of the probe's guard: each names a value out of range it found (a failure to
+#: report, whether or not the engine went on)
+GUARD_EVENT_KINDS = frozenset({"guard_violation", "guard_passed_on"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
 ID_RANGES = frozenset({"vocabulary", "embedding rows"})
 #: manifest model keys read as facts (:data:`forensics.manifest_facts.MODEL`), the names
@@ -59,6 +62,9 @@ class Evidence:
     #: whether a null origin of a sink finding is unknown, not none: a piece of a split
     #: triage whose origins were not all searched (:mod:`forensics.fleet.carry`)
     origins_unsearched: bool = False
+    #: why the capture holds no record, as its manifest tells (:func:`~forensics.
+    #: manifest_facts.no_records_why`)
+    no_records: str = "the probe saw no call, or its segments were removed"
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True
@@ -79,6 +85,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     from forensics.judge.findings import baseline_of
+    from forensics.manifest_facts import no_records_why
     from forensics.sites.runners import runner_of_sites
 
     baseline = str(baseline_of(result.variants))
@@ -99,7 +106,8 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
                     spec_tokens=spec_tokens_of(events), dumped=frozenset(set(dumped) - set(stated)),
                     disputed=disputed_facts(events) - set(stated),
                     unspelled=unspelled_facts(events) - set(stated),
-                    replayed=frozenset(result.variants), held_records=bool(sites))
+                    replayed=frozenset(result.variants), held_records=bool(sites),
+                    no_records=no_records_why(summary.get("manifest")))
 
 
 def _sites(capture: Any, result: ReplayResult) -> list[str]:

@@ -30,6 +30,7 @@ from forensics.known.evidence import (
     value_class,
 )
 from forensics.known.schema import Entry
+from forensics.manifest_facts import MTP_METHODS
 
 
 @dataclass
@@ -232,10 +233,14 @@ def _fact(spec: dict[str, Any], evidence: Evidence) -> Check:
     or recorded as no true/false where the clause wants one: ``"true"`` or ``1`` is no
     boolean a producer writes, so it neither holds nor contradicts; nor does a name holding
     a space, an invisible or look-alike character, or a number where the clause wants a
-    name)."""
+    name). A speculative method vLLM reads as ``mtp`` (``deepseek_mtp``) is ``mtp``."""
     name, wanted = str(spec["name"]), spec["equals"]
     got = evidence.facts.get(name)
     source = " (from a crash dump's config line)" if name in evidence.dumped else ""
+    if name == "speculative" and isinstance(got, str) and got.lower() in MTP_METHODS \
+            and got.lower() != "mtp":  # vLLM's own reading of the name
+        source = f" ({got}, which vLLM reads as mtp)" + source
+        got = "mtp"
     if got is None:
         return Check(None, _unstated(name, evidence))
     if isinstance(wanted, bool) != isinstance(got, bool):
@@ -382,8 +387,8 @@ def _crash_without_findings(wanted: bool, evidence: Evidence) -> Check:
         return Check(None, "whether the engine's code finds a value out of range is not known: "
                            f"{hidden} value(s) out of range that the models find lie where its "
                            "replayed variants cannot see")
-    why = ("a crash event, and no record of the engine's values to find one out of range by (a "
-           "log or crash dump alone)" if holds and evidence.held_records is False else
+    why = ("a crash event, and no record of the engine's values to find one out of range by "
+           f"({evidence.no_records})" if holds and evidence.held_records is False else
            "a crash event and no value out of range in the engine's own code" if holds else
            "no crash event" if not crash else
            "the engine's own code (the baseline or unpatched vLLM) finds a value out of range")

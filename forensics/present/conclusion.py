@@ -355,8 +355,10 @@ def no_records_sentence(capture: Any, records: int) -> str:
         return (f"The capture holds no records of a site, only {launches} recorded kernel "
                 "launch(es): no variant judged anything here; `forensics kernels` replays and "
                 "judges the launches.")
-    return ("The capture holds no records: no variant judged anything (the probe saw no call, "
-            "or its segments were removed).")
+    from forensics.manifest_facts import no_records_why
+
+    return ("The capture holds no records: no variant judged anything "
+            f"({no_records_why(getattr(capture, 'manifest', None))}).")
 
 
 def kernel_launches(capture: Any) -> int:

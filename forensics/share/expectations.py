@@ -50,6 +50,9 @@ class CheckResult:
     note: str = ""
     #: the variants checked: the accept command we suggest replays each of them again
     variants: list[str] = field(default_factory=lambda: list(DEFAULT_VARIANTS))
+    #: of ``variants``, those replayed (the ones ``expected.json`` holds verdicts of); None:
+    #: every one of them
+    replayed: list[str] | None = None
     #: site -> records of the capture's sites this install does not know (a plugin not
     #: installed here): no variant judged them, so the check cannot vouch for them
     not_known: dict[str, int] = field(default_factory=dict)
@@ -75,6 +78,12 @@ class CheckResult:
         """Whether the replay matches the file and judged every record (a record of a site
         this install does not know was judged by nothing: no match can be claimed for it)."""
         return not self.differences and not self.not_known
+
+    @property
+    def ran(self) -> list[str]:
+        """The variants this check replayed (a variant named and not in ``expected.json`` is
+        not: "replayed: vllm" was said of none)."""
+        return self.variants if self.replayed is None else self.replayed
 
     def not_known_line(self) -> str:
         """The line naming the records no variant judged, with its fix; or ``""``."""
@@ -112,7 +121,7 @@ class CheckResult:
                         if name not in DEFAULT_VARIANTS)  # the plugin replays those always
         crash = (", and its crash verdict 'explained', which may rest on them"
                  if self.crash_unchecked else "")
-        replayed = ", ".join(shortened(name) for name in self.variants)
+        replayed = ", ".join(shortened(name) for name in self.ran) or "none"
         return (f"not checked: the verdicts of variant(s) {names} in {EXPECTED_NAME}{crash} "
                 f"(replayed: {replayed}); to check them: forensics check "
                 f"{shell_path(self.capture)}{every}"
@@ -125,7 +134,7 @@ class CheckResult:
         from forensics.known.evidence import ENGINE_CODE
 
         why = ("the values out of range the models find lie where its variants of the engine's "
-               "code cannot see" if ENGINE_CODE & set(self.variants) else
+               "code cannot see" if ENGINE_CODE & set(self.ran) else
                "it replayed no variant of the engine's code, upstream or vllm")
         return (f"not checked: its crash verdict {shortened(self.crash_unjudged)!r}, which this "
                 f"replay does not judge ({why})")
@@ -278,7 +287,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     left = _crash_left(expected, obtained, unchecked)
     changed = differences(Evidence.from_json(expected), Evidence.from_json(
         {**obtained, "crash_verdict": None} if left else obtained), chosen)
-    result = CheckResult(capture, changed, obtained, variants=list(chosen), not_known=not_known,
+    result = CheckResult(capture, changed, obtained, variants=list(chosen), replayed=known,
+                         not_known=not_known,
                          launches=launches, unread=unread, unchecked=unchecked,
                          crash_unchecked=left,
                          crash_unjudged=str(expected.get("crash_verdict") or "") if known

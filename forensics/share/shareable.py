@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 import re
 
+from forensics.manifest_facts import MTP_METHODS
+
 #: ``0.33.0``, ``2.14.0rc1``, ``0.32.0.post1``, ``3.11.9``: no local build tag
 VERSION = re.compile(r"\d{1,4}(\.\d{1,6}){1,3}((a|b|rc)\d{1,4}|\.post\d{1,4}|\.dev\d{1,4})?")
 #: ``2026-12-02T17:38:57Z`` (UTC, as the toolkit writes them)
@@ -33,13 +35,7 @@ VARIANTS = ("upstream", "patched", "vllm")
 #: ``vllm.config.speculative.SpeculativeMethod`` of vLLM 0.33.0, flattened
 SPECULATIVE_METHODS = (
     "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states",
-    "dflash", "ngram_gpu", "dspark", "deepseek_mtp", "dots3_note_mtp", "mimo_mtp",
-    "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp",
-    "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp",
-    "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
-    "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp",
-    "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp",
-    "medusa", "mlp_speculator")
+    "dflash", "ngram_gpu", "dspark", *MTP_METHODS, "medusa", "mlp_speculator")
 DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4", "int8",
           "bfloat16", "float16", "float32", "half", "float", "int32", "int64", "int16", "uint8",
           "bool")

@@ -126,3 +126,133 @@ def test_the_draft_of_a_capture_of_no_crash_is_not_titled_engine_crash(
     assert "engine crash" not in out, out
     assert ("**Title**: [Bug]: no crash, findings with every captured index value in range"
             in out), out
+
+
+# ------------------------------ T134c: check names the variants it replayed
+
+
+def test_check_does_not_say_it_replayed_a_variant_expected_json_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``check --variant vllm --variant patched`` of incident B, whose expected.json holds
+    upstream and patched: vllm is not in the file, so it is not replayed (a difference says
+    so). The check said "(replayed: vllm, patched)" and that the crash verdict was not judged
+    because "the values out of range the models find lie where its variants of the engine's
+    code cannot see"; with ``--variant vllm`` alone "(replayed: vllm)" of no replay. It names
+    what it replayed (patched; none) and why the crash verdict is unjudged (no variant of the
+    engine's code was replayed)."""
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    code, out, err = run_cli(capsys, "check", capture, "--variant", "vllm", "--variant",
+                             "patched")
+    assert code == 1, err
+    assert "variant 'vllm' is not in expected.json" in out, out
+    assert "in expected.json (replayed: patched);" in out, out
+    assert ("its crash verdict 'explained', which this replay does not judge (it replayed no "
+            "variant of the engine's code, upstream or vllm)") in out, out
+    code, out, err = run_cli(capsys, "check", capture, "--variant", "vllm")
+    assert code == 1, err
+    assert "(replayed: none)" in out and "replayed: vllm" not in out, out
+    code, out, err = run_cli(capsys, "check", capture, "--variant", "patched")
+    assert code == 0 and "(replayed: patched)" in out, out  # as before
+
+
+# ------------------------------ T134d: import_sources of one source given alone
+
+LOG = ("Indexing.cu:1515: indexSelectSmallIndex: block: [0,0,0], thread: [0,0,0] Assertion "
+       "`srcIndex < srcSelectDimSize` failed.\n")
+
+
+@pytest.mark.parametrize("as_path", [False, True])
+def test_import_sources_takes_one_source_given_alone(tmp_path: Path, as_path: bool) -> None:
+    """``forensics.import_sources("engine.log", out)``: a string was read as its characters
+    ("'/' is the same file as '/' (named twice, or a link to it)") and a ``Path`` was a
+    ``TypeError``; one source given alone is that one file, as in a list."""
+    import forensics
+
+    log = tmp_path / "engine.log"
+    log.write_text(LOG)
+    alone = forensics.import_sources(log if as_path else str(log), tmp_path / "a.capture")
+    listed = forensics.import_sources([log], tmp_path / "b.capture")
+    kinds = [[e["kind"] for e in forensics.load(p).summary()["events"]]
+             for p in (alone, listed)]
+    assert kinds[0] == kinds[1] and "cuda_assert" in kinds[0], kinds
+
+
+def test_a_guard_passed_on_event_is_a_failure_to_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The clean capture with a guard's ``guard_passed_on`` event (async_output wrote 32000,
+    outside [0, 32000)) that its records do not show: no crash, and not "the capture shows no
+    failure to report" either (the probe's guard found a value out of range); a reason to
+    file a new issue."""
+    events = [json.loads(line) for line in
+              (_passed_on(tmp_path) / "events-w0.jsonl").read_text().splitlines()]
+    capture = tmp_path / "clean.capture"
+    shutil.copytree(DATA / "clean.capture", capture)
+    (capture / "expected.json").unlink(missing_ok=True)
+    events[1].update(value=32000, bound=32000, message="async_output wrote 32000")
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, err = run_cli(capsys, "known", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1), err
+    assert "crash verdict no crash" in text, text
+    assert "shows no failure to report" not in text, text
+    assert "No known signature matches: a reason to file a new issue" in text, text
+
+
+# ------------------------------ T134e: an MTP method of the model's own name is MTP
+
+DUMP = DATA.parent / "tests" / "data" / "vllm_dump_all_placeholder.log"
+
+
+@pytest.mark.parametrize(("method", "matches"), [("deepseek_mtp", True), ("qwen3_next_mtp", True),
+                                                 ("ngram", False)])
+def test_an_mtp_method_of_its_models_name_is_mtp(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], method: str, matches: bool) -> None:
+    """A crash dump of an MTP engine whose config line names the method ``deepseek_mtp`` (an
+    MTP method vLLM reads as ``mtp``; older vLLMs print the model's own name): ``known`` said
+    "all-placeholder-drafts-race: does not match: speculative is deepseek_mtp, not mtp" of it,
+    where the same dump reading ``mtp`` matches. It matches; ``ngram`` still does not."""
+    log = tmp_path / "engine.log"
+    log.write_text(DUMP.read_text().replace("SpeculativeConfig(method='mtp'",
+                                            f"SpeculativeConfig(method='{method}'"))
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "known", capture)
+    text = " ".join(out.split())
+    assert code in (0, 1), err
+    said = "all-placeholder-drafts-race: matches" if matches else \
+        "all-placeholder-drafts-race: does not match: speculative is ngram, not mtp"
+    assert said in text, text
+
+
+# ------------------------------ T134f: why a capture holds no record, by its origin
+
+#: the two reasons, each true of one origin only
+IMPORTED = "it was imported from logs or crash dumps alone"
+PROBED = "the probe saw no call, or its segments were removed"
+
+
+def test_why_a_capture_holds_no_record_is_said_of_its_origin(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An imported crash dump (no record) was said to hold none because "the probe saw no
+    call, or its segments were removed" (``summary``, ``known``'s unexplained crash), and a
+    probe's capture whose segments are gone matched a signature for "(a log or crash dump
+    alone)". Each says the reason its manifest tells: an ``imported`` entry, or the probe."""
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", DUMP, "-o", capture)
+    assert code == 0, err
+    for command in ("known", "summary"):
+        code, out, err = run_cli(capsys, command, capture)
+        text = " ".join(out.split())
+        assert code in (0, 1), err
+        assert IMPORTED in text and "the probe saw no call" not in text, text
+    probed = tmp_path / "p.capture"
+    probed.mkdir()
+    for name in ("manifest.json", "events-w0.jsonl"):
+        shutil.copy(DATA / "incident-b-vocab-sentinel.capture" / name, probed / name)
+    for command in ("known", "summary"):
+        code, out, err = run_cli(capsys, command, probed)
+        text = " ".join(out.split())
+        assert code in (0, 1), err
+        assert PROBED in text and "dumps alone" not in text and "dump alone" not in text, text
