@@ -162,10 +162,14 @@ SHRUNK_FROM = Fact("records before shrinking", ("shrink", "records_before"), int
                    noun="a record count")
 
 
+#: why a capture the probe made holds no record (:func:`no_records_why`)
+PROBE_NO_RECORDS = "the probe saw no call, or its segments were removed"
+
+
 def no_records_why(manifest: Any) -> str:
     """Why a capture holds no record, as its manifest tells: one ``forensics import`` made (its
     ``imported`` entry) read logs or crash dumps alone; else the probe saw no call, or the
     capture's segments were removed."""
     if isinstance(manifest, dict) and isinstance(manifest.get("imported"), dict):
         return "it was imported from logs or crash dumps alone"
-    return "the probe saw no call, or its segments were removed"
+    return PROBE_NO_RECORDS

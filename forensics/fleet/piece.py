@@ -305,7 +305,9 @@ def from_ipc(data: bytes) -> Any:
 def _no_records(capture: Any) -> str:
     """What a capture of no records holds instead, after ``holds no records``: its recorded
     kernel launches (``forensics kernels`` judges them), the records of the capture it was
-    redacted from that its redaction could not keep, or nothing the probe saw."""
+    redacted from that its redaction could not keep, or why it holds none, as its manifest
+    tells."""
+    from forensics.manifest_facts import no_records_why
     from forensics.present.conclusion import kernel_launches
     from forensics.store.unjudged import REDACTED, unjudged_of, unjudged_text
 
@@ -316,5 +318,4 @@ def _no_records(capture: Any) -> str:
     if launches:
         return (f"{NO_RECORDS} of a site, only {launches} recorded kernel launch(es): nothing "
                 "to replay here (forensics kernels replays and judges the launches)")
-    return (f"{NO_RECORDS}: nothing to replay (the probe saw no call, or its segments were "
-            "removed)")
+    return f"{NO_RECORDS}: nothing to replay ({no_records_why(capture.summary().get('manifest'))})"

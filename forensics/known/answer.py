@@ -34,6 +34,7 @@ from forensics.known.evidence import (
 )
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
+from forensics.manifest_facts import PROBE_NO_RECORDS
 
 if TYPE_CHECKING:
     from forensics.judge.race import RaceCheck
@@ -62,7 +63,7 @@ class KnownAnswer:
     #: whether the capture holds no record: no value to judge the crash by
     empty: bool = False
     #: why it holds none, as its manifest tells (:attr:`Evidence.no_records`)
-    no_records: str = "the probe saw no call, or its segments were removed"
+    no_records: str = PROBE_NO_RECORDS
     #: whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed: the
     #: signatures describe its findings, so without one none is judged
     engine_replayed: bool = True

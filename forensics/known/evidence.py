@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from forensics.manifest_facts import PROBE_NO_RECORDS
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -64,7 +66,7 @@ class Evidence:
     origins_unsearched: bool = False
     #: why the capture holds no record, as its manifest tells (:func:`~forensics.
     #: manifest_facts.no_records_why`)
-    no_records: str = "the probe saw no call, or its segments were removed"
+    no_records: str = PROBE_NO_RECORDS
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True

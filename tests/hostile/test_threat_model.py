@@ -1579,6 +1579,8 @@ TESTS = {
               "test_an_mtp_method_of_its_models_name_is_mtp"],
     "T134f": ["tests/hostile/test_round22_attack22c.py::"
               "test_why_a_capture_holds_no_record_is_said_of_its_origin"],
+    "T125g": ["tests/hostile/test_round22_lead.py::"
+              "test_triage_says_an_imported_capture_of_no_record_was_imported"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
