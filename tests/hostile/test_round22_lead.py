@@ -23,3 +23,21 @@ def test_triage_says_an_imported_capture_of_no_record_was_imported(
     code, out, err = run_cli(capsys, "triage", tmp_path, "--workers", 1, "--format", "json")
     text = " ".join((out + err).split())
     assert IMPORTED in text and "the probe saw no call" not in text, text
+
+
+# --------------------- T125h: the report's notebook says no capture's events are crash lines
+
+
+def test_the_report_notebook_does_not_call_every_event_a_crash_line() -> None:
+    """The report's notebook (``03_triage``) said "Events are the crash lines the probe or the
+    importer saw" of every capture, one of no crash included (attack22c), and named V1's sites
+    alone as the sites; it says what events are and that a crash's lines are among them where
+    the engine crashed."""
+    import json
+
+    notebook = json.loads((Path(__file__).resolve().parents[2] / "notebooks" /
+                           "03_triage.ipynb").read_text(encoding="utf-8"))
+    text = " ".join(" ".join("".join(cell["source"]).split()) for cell in notebook["cells"]
+                    if cell["cell_type"] == "markdown")
+    assert "Events are the crash lines" not in text
+    assert "where the engine crashed, its crash lines" in text and "V2's `post_update`" in text

@@ -1581,6 +1581,8 @@ TESTS = {
               "test_why_a_capture_holds_no_record_is_said_of_its_origin"],
     "T125g": ["tests/hostile/test_round22_lead.py::"
               "test_triage_says_an_imported_capture_of_no_record_was_imported"],
+    "T125h": ["tests/hostile/test_round22_lead.py::"
+              "test_the_report_notebook_does_not_call_every_event_a_crash_line"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
