@@ -3,14 +3,18 @@
 T137a: a probe's ``probe_stop`` says how many records a signal cut out of their hand-off
 (``lost_to_signal``, T131f); the readers said only "counted in its probe_stop's records, yet
 neither written nor dropped", not why, and a redacted capture lost the count.
+T137b: a signal's handler raising as a block was framed left it written and counted lost.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_round2 import run_cli
@@ -107,3 +111,87 @@ def test_redact_keeps_the_records_lost_to_a_signal(
     assert [e.get("lost_to_signal") for e in stops if e["kind"] == "probe_stop"] == [2], stops
     code, said, err = run_cli(capsys, "summary", out)
     assert code == 0 and "2 of these lost to a signal" in " ".join(said.split()), said
+
+
+# ------------------------------ T137b: a frame a signal cuts is framed and counted together
+
+#: the instructions after which CPython 3.11 runs a signal's handler (its eval breaker)
+BREAKERS = {"RESUME", "CALL", "CALL_FUNCTION_EX", "JUMP_BACKWARD"}
+
+
+def _cut_at(point: int, call: Any) -> bool:
+    """Run ``call`` with a ``KeyboardInterrupt`` raised at its ``point``-th place where a
+    signal's handler may run (after an instruction of :data:`BREAKERS`, in the channel's own
+    code); True when it was cut there, False when it ran to its end first."""
+    import dis
+    import sys
+
+    from forensics.probe import channel
+
+    seen: list[int] = [0]
+    last: dict[Any, str] = {}
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            if last.get(frame) in BREAKERS:
+                seen[0] += 1
+                if seen[0] == point:
+                    raise KeyboardInterrupt
+            last[frame] = dis.opname[frame.f_code.co_code[frame.f_lasti]]
+        return local
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != channel.__file__:
+            return None
+        frame.f_trace_opcodes = True
+        last[frame] = "RESUME"
+        return local
+
+    sys.settrace(tracer)
+    try:
+        call()
+    except KeyboardInterrupt:
+        return True
+    finally:
+        sys.settrace(None)
+    return False
+
+
+class _Layout:
+    """A layout whose announcement is 16 bytes (the test's stand-in)."""
+
+    def __init__(self, number: int, site: str, parts: Any) -> None:
+        self.announce = b"L" * 16
+
+
+@pytest.mark.parametrize("how", ["record", "block"])
+def test_a_frame_a_signal_cuts_is_framed_and_counted_together(
+        how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever a signal's handler raises in the channel's ``put_record`` or ``put_block``
+    (each place CPython 3.11 runs one), a frame is in the ring (below ``head``) exactly when
+    its records are counted framed: ``put_block`` moved ``head`` and then called ``len``
+    before counting, so a handler there left a block written yet counted lost to a signal."""
+    from forensics.probe import channel as channel_module
+    from forensics.probe import frames
+    from forensics.probe.copy import PendingRecord
+
+    monkeypatch.setattr(frames, "Layout", _Layout)
+    monkeypatch.setattr(frames, "block_size", lambda layout, pendings: (64, [], []))
+    monkeypatch.setattr(frames, "put_block", lambda *args: None)
+    monkeypatch.setattr(frames, "record_blob", lambda pending: b"R" * 32)
+    pendings = [PendingRecord("batch_change", step, 0) for step in range(3)]
+    whole = {"record": (32, 1), "block": (16 + 64, 3)}[how]
+    point, cut = 0, True
+    while cut:
+        point += 1
+        chan = channel_module.WriterChannel(1 << 16)
+        try:
+            cut = _cut_at(point, functools.partial(chan.put_record, pendings[0])
+                          if how == "record" else
+                          functools.partial(chan.put_block, ("parts",), pendings))
+            framed = whole[1] if chan.head == whole[0] else 0
+            assert chan.framed == framed, (point, chan.head, chan.framed)
+        finally:
+            os.close(chan.ring.fd)
+    assert point > 3  # the cuts reached past the copies, into the counting
+

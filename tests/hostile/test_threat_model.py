@@ -1561,6 +1561,8 @@ TESTS = {
               "tests/hostile/test_round22_fix22d.py::"
               "test_a_lost_count_says_no_more_than_the_records_unaccounted",
               "tests/hostile/test_round22_fix22d.py::test_redact_keeps_the_records_lost_to_a_signal"],
+    "T137b": ["tests/hostile/test_round22_fix22d.py::"
+              "test_a_frame_a_signal_cuts_is_framed_and_counted_together"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
