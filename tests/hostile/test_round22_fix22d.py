@@ -4,6 +4,7 @@ T137a: a probe's ``probe_stop`` says how many records a signal cut out of their 
 (``lost_to_signal``, T131f); the readers said only "counted in its probe_stop's records, yet
 neither written nor dropped", not why, and a redacted capture lost the count.
 T137b: a signal's handler raising as a block was framed left it written and counted lost.
+T137c: the pytest plugin said nothing of a folder it could not list beside captures it found.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 import pytest
 from test_round2 import run_cli
+
+from tests.hostile import test_round22_fix22b as fix22b
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -195,3 +198,33 @@ def test_a_frame_a_signal_cuts_is_framed_and_counted_together(
             os.close(chan.ring.fd)
     assert point > 3  # the cuts reached past the copies, into the counting
 
+
+# ------------------------------ T137c: the plugin warns of a folder it cannot list
+
+
+def test_the_plugin_warns_of_a_folder_it_cannot_list_beside_captures() -> None:
+    """``--forensics-captures top`` (``top`` holds ``a.capture`` and ``U/f/x.capture`` made
+    under umask ``0477``: ``U`` is ``0300``) collects ``a.capture`` and warns, in ``triage``'s
+    words, that ``U`` cannot be listed; ``x.capture`` dropped out unsaid."""
+    out = fix22b._as_user(0o477, ""
+                          "import warnings\n"
+                          "from forensics.pytest_plugin import _warn_unread\n"
+                          "top = base / 'top'\n"
+                          "os.mkdir(top)\n"
+                          "os.chmod(top, 0o700)\n"
+                          "make_folders(top / 'a.capture')\n"
+                          "make_folders(top / 'U' / 'f' / 'x.capture')\n"
+                          "unlisted = []\n"
+                          "found = captures_under(top, unlisted)\n"
+                          "print([p.name for p in found])\n"
+                          "with warnings.catch_warnings(record=True) as said:\n"
+                          "    warnings.simplefilter('always')\n"
+                          "    _warn_unread(found, unlisted)\n"
+                          "for warning in said:\n"
+                          "    print(type(warning.message).__name__,\n"
+                          "          str(warning.message).replace(str(base), 'B'))")
+    assert out.splitlines() == [
+        "['a.capture']",
+        "PytestWarning not read: 1 folder(s) that cannot be listed (B/top/U: Permission "
+        "denied): the captures in them cannot be found; name them (FOLDER/NAME.capture), or "
+        "make the folders readable to you (chmod u+r where they are yours)"], out

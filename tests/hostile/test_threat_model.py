@@ -1563,6 +1563,8 @@ TESTS = {
               "tests/hostile/test_round22_fix22d.py::test_redact_keeps_the_records_lost_to_a_signal"],
     "T137b": ["tests/hostile/test_round22_fix22d.py::"
               "test_a_frame_a_signal_cuts_is_framed_and_counted_together"],
+    "T137c": ["tests/hostile/test_round22_fix22d.py::"
+              "test_the_plugin_warns_of_a_folder_it_cannot_list_beside_captures"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
