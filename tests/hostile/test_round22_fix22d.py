@@ -5,6 +5,7 @@ T137a: a probe's ``probe_stop`` says how many records a signal cut out of their 
 neither written nor dropped", not why, and a redacted capture lost the count.
 T137b: a signal's handler raising as a block was framed left it written and counted lost.
 T137c: the pytest plugin said nothing of a folder it could not list beside captures it found.
+T137d: a writer skipped, unsaid, the old builds in a folder it could not list.
 """
 
 from __future__ import annotations
@@ -228,3 +229,40 @@ def test_the_plugin_warns_of_a_folder_it_cannot_list_beside_captures() -> None:
         "PytestWarning not read: 1 folder(s) that cannot be listed (B/top/U: Permission "
         "denied): the captures in them cannot be found; name them (FOLDER/NAME.capture), or "
         "make the folders readable to you (chmod u+r where they are yours)"], out
+
+
+# ------------------------------ T137d: a writer says it cannot look for old builds
+
+
+def test_a_writer_says_it_cannot_look_for_old_builds_in_a_folder_it_cannot_list() -> None:
+    """Under umask ``0477`` ``U/f`` is ``0300``: a writer of ``U/f/x.capture`` cannot list it,
+    so the build a dead process left there (``.x.capture.tmp-PID``) stays; one line says so,
+    where and the fix. It was skipped unsaid (``os.listdir``'s PermissionError)."""
+    out = fix22b._as_user(0o477, ""
+                          "import warnings\n"
+                          "make_folders(base / 'U' / 'f' / 'x.capture')\n"
+                          "os.mkdir(base / 'U' / 'f' / '.x.capture.tmp-4194303', 0o700)\n"
+                          "with warnings.catch_warnings(record=True) as said:\n"
+                          "    warnings.simplefilter('always')\n"
+                          "    replace.recover(base / 'U' / 'f' / 'x.capture', clean=True)\n"
+                          "for warning in said:\n"
+                          "    print(str(warning.message).replace(str(base), 'B'))\n"
+                          "print(os.path.isdir(base / 'U' / 'f' / '.x.capture.tmp-4194303'))")
+    assert out.splitlines() == [
+        "forensics: not looked for: unfinished builds dead processes may have left beside "
+        "'B/U/f/x.capture' ('.x.capture.tmp-PID'): its folder 'B/U/f' cannot be listed "
+        "(Permission denied); make it readable to you (chmod u+r) and write again to remove "
+        "them, or remove them by name", "True"], out
+
+
+def test_a_writer_still_removes_old_builds_in_a_folder_it_can_list(tmp_path: Path) -> None:
+    """A folder that can be listed: the build a dead process left is removed, nothing said."""
+    import warnings
+
+    from forensics.store import replace
+
+    (tmp_path / ".x.capture.tmp-4194303").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        replace.recover(tmp_path / "x.capture", clean=True)
+    assert not (tmp_path / ".x.capture.tmp-4194303").exists()
