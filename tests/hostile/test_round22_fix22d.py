@@ -6,6 +6,7 @@ neither written nor dropped", not why, and a redacted capture lost the count.
 T137b: a signal's handler raising as a block was framed left it written and counted lost.
 T137c: the pytest plugin said nothing of a folder it could not list beside captures it found.
 T137d: a writer skipped, unsaid, the old builds in a folder it could not list.
+T137e: the umask was read by setting it to 077 for a moment, process-wide.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_round2 import run_cli
 
 from tests.hostile import test_round22_fix22b as fix22b
+from tests.hostile.test_round2 import run_cli
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -266,3 +267,55 @@ def test_a_writer_still_removes_old_builds_in_a_folder_it_can_list(tmp_path: Pat
         warnings.simplefilter("error")
         replace.recover(tmp_path / "x.capture", clean=True)
     assert not (tmp_path / ".x.capture.tmp-4194303").exists()
+
+
+# ------------------------------ T137e: the umask is read without setting it
+
+
+def _umask_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every value ``os.umask`` is set to from now on (it still sets it)."""
+    calls: list[int] = []
+    real = os.umask
+
+    def recorded(mask: int) -> int:
+        calls.append(mask)
+        return real(mask)
+
+    monkeypatch.setattr(os, "umask", recorded)
+    return calls
+
+
+def _stated_umask() -> int:
+    """The umask Linux states for this process (``Umask:`` in ``/proc/self/status``)."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("Umask:"))
+    return int(line.split()[1], 8)
+
+
+@pytest.mark.parametrize("status", ["/proc/self/status", "/nonexistent/status"])
+def test_the_umask_is_read_without_setting_it(
+        status: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under umask ``0437``, a shared output's mode is ``0640`` and the pool's lifted umask
+    ``0037``, and the process's umask is never set to ``077`` to read it (a file another
+    thread made in that moment got ``077``: ``0600`` where ``0640`` was due), where Linux
+    states it (``Umask:`` in ``/proc/self/status``); where it does not, the old way, as
+    before."""
+    from forensics import modes
+    from forensics.atomic import shared_mode
+
+    monkeypatch.setattr(modes, "_STATUS", status, raising=False)
+    before = os.umask(0o437)
+    try:
+        calls = _umask_calls(monkeypatch)
+        assert shared_mode() == 0o640
+        with modes.owner_read_write():
+            assert _stated_umask() == 0o037
+        assert _stated_umask() == 0o437
+    finally:
+        monkeypatch.undo()
+        os.umask(before)
+    if status.startswith("/nonexistent"):  # each read sets 077 and puts the umask back
+        expected = [0o077, 0o437, 0o077, 0o437, 0o037, 0o437]
+    else:
+        expected = [0o037, 0o437]
+    assert calls == expected, [oct(c) for c in calls]

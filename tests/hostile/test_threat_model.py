@@ -1569,6 +1569,7 @@ TESTS = {
               "test_a_writer_says_it_cannot_look_for_old_builds_in_a_folder_it_cannot_list",
               "tests/hostile/test_round22_fix22d.py::"
               "test_a_writer_still_removes_old_builds_in_a_folder_it_can_list"],
+    "T137e": ["tests/hostile/test_round22_fix22d.py::test_the_umask_is_read_without_setting_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
