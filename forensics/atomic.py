@@ -24,6 +24,7 @@ from forensics.escaping import capped, terminal
 from forensics.modes import (
     OWNER_WRITES,
     chmod_open,
+    current_umask,
     open_dir,
     owner_only,
     path_only,
@@ -180,9 +181,7 @@ def shared_mode() -> int:
     its owner's read and write kept: under umask ``0477`` an image was ``0200``, that its
     owner could not open (as :func:`~forensics.store.fs.make_folders` keeps the owner's
     write and search of a folder, as ``mkdir -p`` does)."""
-    mask = os.umask(0o077)  # read it (there is no other portable way), then put it back
-    os.umask(mask)
-    return 0o666 & ~mask | 0o600
+    return 0o666 & ~current_umask() | 0o600  # read without setting it (another thread's)
 
 
 #: the links one path may go through, as Linux's path walk allows (``ELOOP`` past them)

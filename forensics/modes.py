@@ -93,6 +93,26 @@ def sync_file_system(inside: str | os.PathLike[str], dir_fd: int | None = None) 
         os.close(fd)
 
 
+#: where Linux (4.7 and later) states the process's umask, read without changing it
+_STATUS = "/proc/self/status"
+
+
+def current_umask() -> int:
+    """The process's umask, read from its ``Umask:`` line in :data:`_STATUS`; where there is
+    none, set to ``077`` for a moment and put back (the only other way: a file another thread
+    makes in that moment gets ``077``)."""
+    try:
+        with open(_STATUS, "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def owner_read_write() -> Iterator[None]:
     """While inside, what this process makes keeps its owner's read and write whatever the
@@ -100,9 +120,12 @@ def owner_read_write() -> Iterator[None]:
     (``/dev/shm/sem.*``, made ``0600 & ~umask``) were ``0200`` under umask ``0477``, that
     the pool's own processes could not open (each died, and each row blamed a signal). The
     umask is the process's: a file another thread makes meanwhile keeps its owner's read and
-    write too, never more for others."""
-    mask = os.umask(0o077)
-    os.umask(mask & ~0o600)
+    write too, never more for others, and never less (it is read without setting ``077``:
+    :func:`current_umask`)."""
+    read = current_umask()
+    mask = os.umask(read & ~0o600)
+    if mask != read:  # another thread changed it since: lift the owner's bits of its own
+        os.umask(mask & ~0o600)
     try:
         yield
     finally:

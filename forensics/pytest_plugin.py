@@ -42,11 +42,13 @@ def _capture_dirs(config: pytest.Config) -> list[Path]:
     return _collected(config)[0]
 
 
-def _collected(config: pytest.Config) -> tuple[list[Path], list[tuple[Path, str]]]:
+def _collected(config: pytest.Config, unlisted: list[tuple[Path, OSError]] | None = None
+               ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """The captures of every root (the option's, then the ini's), each once: a folder named
     twice (by the option and the ini, or a capture inside a folder also named) once made two
     items of one id, the capture replayed twice and counted twice. Then each root that names no
-    capture, with the line saying so."""
+    capture, with the line saying so. The folders that could not be listed beside captures
+    found are added to ``unlisted``, with why."""
     from forensics.errors import ConfigurationError
     from forensics.fleet.paths import folder_id
 
@@ -56,7 +58,8 @@ def _collected(config: pytest.Config) -> tuple[list[Path], list[tuple[Path, str]
     empty: list[tuple[Path, str]] = []
     for root in roots:
         try:
-            captures = [root] if root.name.endswith(".capture") else captures_under(root)
+            captures = [root] if root.name.endswith(".capture") else captures_under(
+                root, unlisted)
         except ConfigurationError as exc:  # one item however often the root is named
             if all(os.path.abspath(root) != os.path.abspath(r) for r, _ in empty):
                 empty.append((root, str(exc)))
@@ -66,11 +69,13 @@ def _collected(config: pytest.Config) -> tuple[list[Path], list[tuple[Path, str]
     return list(found.values()), empty
 
 
-def captures_under(root: Path) -> list[Path]:
+def captures_under(root: Path, unlisted: list[tuple[Path, OSError]] | None = None
+                   ) -> list[Path]:
     """The ``*.capture`` folders under ``root``, sorted, each once: found as triage finds them
     (:func:`forensics.fleet.paths.find_captures`: without recursion, so a folder nested
     thousands deep is no ``RecursionError``; links not entered; a capture reached twice listed
-    once, by its direct name).
+    once, by its direct name). Each folder that could not be listed beside the captures found
+    is added to ``unlisted``, with why (:func:`~forensics.fleet.paths.unlisted_note`).
 
     Raises ConfigurationError when ``root`` holds none (a folder missing, renamed or emptied:
     its regression tests once dropped out unsaid, and the suite passed), or when a folder on
@@ -82,7 +87,7 @@ def captures_under(root: Path) -> list[Path]:
     from forensics.fleet.paths import UnlistedError, find_captures
 
     try:
-        found = find_captures([glob.escape(str(root))])
+        found = find_captures([glob.escape(str(root))], unlisted)
     except UnlistedError as exc:  # a folder that cannot be listed: said, never "holds none"
         raise ConfigurationError(f"--forensics-captures (or the forensics_captures ini "
                                  f"option) {exc}") from None
@@ -107,8 +112,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Collect the captures as a collector of their own (reported, so counted and listed
     as pytest's own items are), before ``-m`` and ``-k`` select."""
     config.stash[WRITTEN] = []
-    captures, empty = _collected(config)
-    _warn_unread(captures)
+    unlisted: list[tuple[Path, OSError]] = []
+    captures, empty = _collected(config, unlisted)
+    _warn_unread(captures, unlisted)
     if captures or empty:
         collector = CaptureCollector.from_parent(session, name="forensics-captures",
                                                  nodeid="forensics-captures",
@@ -116,16 +122,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         items += [item for item in session.genitems(collector)]
 
 
-def _warn_unread(captures: list[Path]) -> None:
+def _warn_unread(captures: list[Path], unlisted: list[tuple[Path, OSError]]) -> None:
     """Warn, in ``triage``'s words, of the capture folders inside the collected captures' own
-    folders, which are not collected (they dropped out unsaid)."""
-    from forensics.fleet.paths import unread_note
+    folders, which are not collected, and of the ``unlisted`` folders, whose captures cannot
+    be found (both dropped out unsaid)."""
+    import warnings
 
-    note = unread_note(captures)
-    if note:
-        import warnings
+    from forensics.fleet.paths import unlisted_note, unread_note
 
-        warnings.warn(pytest.PytestWarning(note), stacklevel=1)
+    for note in (unread_note(captures), unlisted_note(unlisted)):
+        if note:
+            warnings.warn(pytest.PytestWarning(note), stacklevel=1)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -58,6 +58,8 @@ KEYS = (
     "shrink", "records_before", "records_kept", "steps_kept", "stopped_after", "before",
     # a probe_stop's count of the events its full events file left out (what was not judged)
     "events_dropped",
+    # its count of the records a signal cut out of their hand-off to the writer (T131f)
+    "lost_to_signal",
     # a simulated capture's flag: its vLLM clamps input ids (``clamped-placeholder``)
     "clamps")
 #: fields that hold request ids

@@ -50,6 +50,9 @@ NEVER_WRITTEN = "recorded by the probe and never written"
 DROPPED_WHY = "its ring full, or its writer stalled or failing"
 #: why the records ``probe_stop`` counts beyond ``written`` and ``dropped`` were never written
 UNACCOUNTED_WHY = "counted in its probe_stop's records, yet neither written nor dropped"
+#: why some of those were, where its ``probe_stop`` says so (``lost_to_signal``: T131f)
+LOST_WHY = ("lost to a signal, its probe_stop says (a handler raised, as KeyboardInterrupt or "
+            "SystemExit, while they were handed to the writer process)")
 
 
 def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:
@@ -72,6 +75,18 @@ def unaccounted_by_probe(events: Iterable[dict[str, Any]]) -> int:
         if event.get("kind") == "probe_stop" and is_count(records) and is_count(written) \
                 and is_count(dropped):
             total += max(0, records - written - dropped)
+    return total
+
+
+def lost_by_probe(events: Iterable[dict[str, Any]]) -> int:
+    """The records the ``probe_stop`` events say a signal's handler cut out of their hand-off
+    (``lost_to_signal``), each stop's at most those it counts beyond ``written`` and
+    ``dropped`` (:func:`unaccounted_by_probe`); a stop with a count that is no non-negative
+    int64 adds none."""
+    total = 0
+    for event in events:
+        if event.get("kind") == "probe_stop" and is_count(lost := event.get("lost_to_signal")):
+            total += min(lost, unaccounted_by_probe([event]))
     return total
 
 

@@ -92,18 +92,11 @@ def recover(out: Path, clean: bool = False, shown: Path | None = None) -> None:
     when they died. Does nothing when no replacement was interrupted or when the file system
     refuses (a read-only copy): the reader then sees what is there. ``shown``: how a warning
     names ``out`` (default: as it is)."""
-    parent = out.parent
     try:
         if os.path.lexists(_journal(out)):
             _resume(out)
-        for entry in os.listdir(parent) if clean and parent.is_dir() else ():
-            pid = _builder(out, entry)
-            if pid is not None and not _alive(pid):
-                path = parent / entry
-                if _own_dir(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    path.unlink()  # a file or a link itself, never what a link names
+        if clean:
+            _clean_builds(out, out if shown is None else shown)
     except (OSError, ForensicsError):
         return
     except (ValueError, RecursionError, TypeError) as exc:
@@ -113,6 +106,33 @@ def recover(out: Path, clean: bool = False, shown: Path | None = None) -> None:
         warnings.warn(f"forensics: ignored the replacement journal '{terminal(_journal(named))}'"
                       f": not one of ours ({type(exc).__name__}); remove it if no forensics "
                       f"command is writing '{terminal(named)}'", stacklevel=2)
+
+
+def _clean_builds(out: Path, shown: Path) -> None:
+    """Remove the unfinished builds of ``out`` that dead processes of this host left beside it;
+    warn, in one line naming it as ``shown``, when its folder cannot be listed (``0300``, made
+    under umask ``0477``): their names hold pids, so none can be found without listing it."""
+    parent = out.parent
+    try:
+        entries = os.listdir(parent) if parent.is_dir() else []
+    except PermissionError as exc:
+        import warnings
+
+        warnings.warn(f"forensics: not looked for: unfinished builds dead processes may have "
+                      f"left beside '{terminal(shown)}' ('.{terminal(shown.name)}.tmp-PID'): "
+                      f"its folder '{terminal(shown.parent)}' cannot be listed "
+                      f"({exc.strerror or type(exc).__name__}); make it readable to you "
+                      "(chmod u+r) and write again to remove them, or remove them by name",
+                      stacklevel=3)
+        return
+    for entry in entries:
+        pid = _builder(out, entry)
+        if pid is not None and not _alive(pid):
+            path = parent / entry
+            if _own_dir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink()  # a file or a link itself, never what a link names
 
 
 def _resume(out: Path) -> None:

@@ -39,7 +39,7 @@ MAX_REDACTED_SITES = 64
 class Unjudged:
     """One fact of what no variant judged: its ``kind`` (:data:`KINDS`), ``count`` (records,
     files or events) and ``detail`` (``{site: records}`` of :data:`NOT_KNOWN`, the file names
-    of :data:`CUT`, else None)."""
+    of :data:`CUT`, ``(unaccounted, lost to a signal)`` of :data:`NEVER_WRITTEN`, else None)."""
 
     kind: str
     count: int
@@ -47,20 +47,23 @@ class Unjudged:
 
 
 #: the counts of a capture's facts :func:`unjudged` words (:func:`stated_counts`)
-COUNT_FACTS = ("records_dropped", "events_dropped", "records_unaccounted", "redacted_unjudged")
+COUNT_FACTS = ("records_dropped", "events_dropped", "records_unaccounted",
+               "records_lost_to_signal", "redacted_unjudged")
 
 
 def stated_counts(events: Sequence[dict[str, Any]], manifest: Any) -> dict[str, Any]:
     """The counts of :data:`COUNT_FACTS` the probe's stop ``events`` and the ``manifest`` state,
     each there only when it holds something: ``records_dropped`` (their ``dropped``),
     ``events_dropped``, ``records_unaccounted`` (counted, neither written nor dropped:
-    :func:`~forensics.store.events.unaccounted_by_probe`) and ``redacted_unjudged``
-    (:func:`redacted_unjudged`)."""
-    from forensics.store.events import dropped_by_probe, unaccounted_by_probe
+    :func:`~forensics.store.events.unaccounted_by_probe`), ``records_lost_to_signal`` (of
+    those, lost to a signal, as the probe says: :func:`~forensics.store.events.lost_by_probe`)
+    and ``redacted_unjudged`` (:func:`redacted_unjudged`)."""
+    from forensics.store.events import dropped_by_probe, lost_by_probe, unaccounted_by_probe
 
     counts = {"records_dropped": dropped_by_probe(events, "dropped"),
               "events_dropped": dropped_by_probe(events),
               "records_unaccounted": unaccounted_by_probe(events),
+              "records_lost_to_signal": lost_by_probe(events),
               "redacted_unjudged": redacted_unjudged(manifest)}
     return {key: value for key, value in counts.items() if value}
 
@@ -71,7 +74,7 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
     holds something: the records of sites ``not_known``, the ``cut_files`` and the
     :func:`stated_counts` ``counts`` (records the probe counted and neither wrote nor dropped
     are never written too)."""
-    records_dropped, events_dropped, records_unaccounted, redacted = (
+    records_dropped, events_dropped, records_unaccounted, lost, redacted = (
         counts.get(key) for key in COUNT_FACTS)
     out: list[Unjudged] = []
     if not_known:
@@ -81,7 +84,7 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
     if records_dropped or records_unaccounted:
         unaccounted = int(records_unaccounted or 0)
         out.append(Unjudged(NEVER_WRITTEN, int(records_dropped or 0) + unaccounted,
-                            unaccounted))
+                            (unaccounted, min(int(lost or 0), unaccounted))))
     if events_dropped:
         out.append(Unjudged(LEFT_OUT, int(events_dropped)))
     if redacted:
@@ -181,13 +184,15 @@ def _sentence(fact: Unjudged) -> str:
 
 def _never_written(fact: Unjudged) -> str:
     """What befell the records of a :data:`NEVER_WRITTEN` fact, and why: dropped (its ring full,
-    its writer stalled or failing), or counted and neither written nor dropped (its ``detail``)."""
-    from forensics.store.events import DROPPED_WHY, NEVER_WRITTEN, UNACCOUNTED_WHY
+    its writer stalled or failing), or counted and neither written nor dropped (its ``detail``),
+    some of these lost to a signal where its probe says so."""
+    from forensics.store.events import DROPPED_WHY, LOST_WHY, NEVER_WRITTEN, UNACCOUNTED_WHY
 
-    unaccounted = int(fact.detail or 0)
+    unaccounted, lost = fact.detail or (0, 0)
     why = [DROPPED_WHY] if fact.count > unaccounted else []
     if unaccounted:
-        why.append(f"{unaccounted} {'of them ' if why else ''}{UNACCOUNTED_WHY}")
+        why.append(f"{unaccounted} {'of them ' if why else ''}{UNACCOUNTED_WHY}"
+                   + (f", {lost} of these {LOST_WHY}" if lost else ""))
     return f"{NEVER_WRITTEN} ({'; '.join(why)})"
 
 

@@ -1583,6 +1583,21 @@ TESTS = {
               "test_triage_says_an_imported_capture_of_no_record_was_imported"],
     "T125h": ["tests/hostile/test_round22_lead.py::"
               "test_the_report_notebook_does_not_call_every_event_a_crash_line"],
+    "T137a": ["tests/hostile/test_round22_fix22d.py::test_the_records_lost_to_a_signal_are_said",
+              "tests/hostile/test_round22_fix22d.py::test_inspect_lists_the_records_lost_to_a_signal",
+              "tests/hostile/test_round22_fix22d.py::test_a_lost_count_that_is_no_count_is_ignored",
+              "tests/hostile/test_round22_fix22d.py::"
+              "test_a_lost_count_says_no_more_than_the_records_unaccounted",
+              "tests/hostile/test_round22_fix22d.py::test_redact_keeps_the_records_lost_to_a_signal"],
+    "T137b": ["tests/hostile/test_round22_fix22d.py::"
+              "test_a_frame_a_signal_cuts_is_framed_and_counted_together"],
+    "T137c": ["tests/hostile/test_round22_fix22d.py::"
+              "test_the_plugin_warns_of_a_folder_it_cannot_list_beside_captures"],
+    "T137d": ["tests/hostile/test_round22_fix22d.py::"
+              "test_a_writer_says_it_cannot_look_for_old_builds_in_a_folder_it_cannot_list",
+              "tests/hostile/test_round22_fix22d.py::"
+              "test_a_writer_still_removes_old_builds_in_a_folder_it_can_list"],
+    "T137e": ["tests/hostile/test_round22_fix22d.py::test_the_umask_is_read_without_setting_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
