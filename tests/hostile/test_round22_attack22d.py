@@ -1,0 +1,55 @@
+"""Hostile input, round 22 (attack 22d): recorded kernel launches replayed by ``forensics
+kernels``, and the tensor files ``import`` reads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# ------------------------- T135a: a replay on zeros judges none of the live launch's accesses
+
+
+def _replayed_on_zeros(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       capsys: pytest.CaptureFixture[str], contents: str) -> str:
+    """``kernels``' text of one launch whose ``idx_mapping_ptr`` was recorded with
+    ``contents`` (``none``: zeros in the replay), replayed clean by a stand-in worker."""
+    from test_round4_kernels import launch, write_capture
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    event = launch()
+    if contents == "none":
+        del event["tensors"]["idx_mapping_ptr"]["data"]
+        event["tensors"]["idx_mapping_ptr"].update(contents="none", reason="past the budget")
+    note = "live against replay not judged: the contents of idx_mapping_ptr were not recorded"
+    monkeypatch.setattr(sanitizer.Worker, "ask", lambda self, event, most=0.0: {
+        "status": "replayed", "reason": note if contents == "none" else "", "accesses": [],
+        "overflows": [], "differs": []})
+    capture = write_capture(tmp_path / f"{contents}.capture", [event])
+    assert main(["kernels", str(capture)]) == 0
+    return capsys.readouterr().out
+
+
+def test_a_clean_replay_on_zeros_says_the_live_accesses_were_not_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch whose ``idx_mapping_ptr`` was recorded without its contents (an integer
+    storage past what one event line holds) is replayed on zeros in its place: the addresses
+    it reads through them are not the live launch's. Such a replay finding nothing was "1
+    replayed, 0 finding(s)", its one note "live against replay not judged": read as a launch
+    whose accesses were in bounds, an index of 2**20 rows past its table included. Its line
+    says the live launch's out-of-bounds accesses and wraps were not judged, and why; a
+    launch recorded whole says nothing of it."""
+    out = _replayed_on_zeros(tmp_path, monkeypatch, capsys, "none")
+    assert "replayed, but: _prepare_pos_seq_lens_kernel at step 0 rank 0 launch 0: live " \
+           "against replay not judged: the contents of idx_mapping_ptr were not recorded; " \
+           "the live launch's out-of-bounds accesses and int32 wraps not judged: the replay " \
+           "ran on zeros in place of the contents of idx_mapping_ptr (not recorded), whose " \
+           "values may choose its addresses, masks and operands\n" in out, out
+    whole = _replayed_on_zeros(tmp_path, monkeypatch, capsys, "storage")
+    assert "replayed, but" not in whole and "1 replayed, 0 finding(s)" in whole, whole
