@@ -53,3 +53,31 @@ def test_a_clean_replay_on_zeros_says_the_live_accesses_were_not_judged(
            "values may choose its addresses, masks and operands\n" in out, out
     whole = _replayed_on_zeros(tmp_path, monkeypatch, capsys, "storage")
     assert "replayed, but" not in whole and "1 replayed, 0 finding(s)" in whole, whole
+
+
+# ------------------------------- T135b: inspect says the kernel launches a capture holds
+
+
+def test_inspect_says_the_kernel_launches_a_capture_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture holding recorded kernel launches and no records (the flight recorder's only)
+    was "0 records ... events: 0" in ``inspect``, its ``--json`` holding no word of them and
+    ``not_judged`` empty: read as a capture holding nothing, where ``replay`` and ``check`` name
+    the launches. The text says how many it holds and what judges them; the JSON counts them
+    (0 for a capture of none)."""
+    import json
+
+    from test_round4_kernels import launch, write_capture
+
+    from forensics.cli import main
+
+    capture = write_capture(tmp_path / "k.capture", [launch(), launch(step=1)])
+    assert main(["inspect", str(capture)]) == 0
+    out = capsys.readouterr().out
+    assert "events: 0\nkernel launches: 2 recorded (not among the events; no variant judges " \
+           "them: `forensics kernels` replays them)\n" in out, out
+    assert main(["inspect", str(capture), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernel_launches"] == 2
+    none = write_capture(tmp_path / "none.capture", [])
+    assert main(["inspect", str(none)]) == 0
+    assert "kernel launches" not in capsys.readouterr().out
