@@ -81,3 +81,34 @@ def test_inspect_says_the_kernel_launches_a_capture_holds(
     none = write_capture(tmp_path / "none.capture", [])
     assert main(["inspect", str(none)]) == 0
     assert "kernel launches" not in capsys.readouterr().out
+
+
+# ------------------------- T135c: a UTF-16 log of text mostly not ASCII is refused, not lost
+
+BANNER = "".join("启动日志：引擎配置与调度信息" * 25 + "\n" for _ in range(6))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_wide_log_of_text_mostly_not_ascii_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    """A vLLM crash log in UTF-16 without a byte-order mark whose first 4 KiB are a banner in
+    Chinese has no NUL beside nearly every character, so T39s's test passed it: read as UTF-8
+    it was imported as "0 records (none), 0 events", exit 0, its crash dump lost. Its line
+    feeds, each a whole UTF-16 code unit, show the encoding: refused in one line naming it and
+    the iconv that converts it, nothing written; the same log in UTF-8 is imported as before."""
+    from forensics.cli import main
+
+    text = BANNER + (Path(__file__).parents[1] / "data" /
+                     "vllm_dump_some_placeholder.log").read_text(encoding="utf-8")
+    wide = tmp_path / "wide.log"
+    wide.write_bytes(text.encode(encoding))
+    assert main(["import", str(wide), "-o", str(tmp_path / "w.capture")]) == 2
+    err = capsys.readouterr().err
+    name = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")
+    assert f"looks like {name} text without a byte-order mark" in err and \
+        f"iconv -f {name} -t UTF-8" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "w.capture").exists()
+    plain = tmp_path / "plain.log"
+    plain.write_text(text, encoding="utf-8")
+    assert main(["import", str(plain), "-o", str(tmp_path / "p.capture")]) == 0
+    assert "1 events" in capsys.readouterr().out
