@@ -98,3 +98,21 @@ def refuse_wide(path: Path, prefix: bytes) -> None:
         what, source = f"looks like {name} text without a byte-order mark ({nuls})", name
     raise CaptureFormatError(f"log '{terminal(path)}' {what}; logs are read as UTF-8: convert it "
                              f"first (iconv -f {source} -t UTF-8)")
+
+
+def refuse_wide_line(path: Path, number: int, line: bytes) -> None:
+    """Raise CaptureFormatError naming the log ``path``, its line ``number`` and the encoding
+    when that line (past the log's first bytes: UTF-16 or UTF-32 text appended to a UTF-8 log,
+    as PowerShell's ``>>`` does) is wide text, read as it is (the first wide line starts
+    where the UTF-8 text's line feed ended, its code units whole); a line without NULs, or a
+    hole of NULs, is read as before."""
+    if 0 not in line:
+        return
+    found = wide_encoding(line[:PREFIX_BYTES])
+    if found is None:
+        return
+    name = found[0]
+    raise CaptureFormatError(f"log '{terminal(path)}' line {number} looks like {name} text (a "
+                             "part of the log in another encoding, appended to it?); logs are "
+                             "read as UTF-8: convert that part first (iconv -f "
+                             f"{name[:-2] if found[1] is None else name} -t UTF-8)")

@@ -112,3 +112,32 @@ def test_a_wide_log_of_text_mostly_not_ascii_is_refused(
     plain.write_text(text, encoding="utf-8")
     assert main(["import", str(plain), "-o", str(tmp_path / "p.capture")]) == 0
     assert "1 events" in capsys.readouterr().out
+
+
+# ------------------------- T135d: UTF-16 or UTF-32 text appended to a UTF-8 log is refused
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_wide_text_appended_to_a_utf8_log_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    """A UTF-8 log to which a crash's lines were appended in UTF-16 (PowerShell's ``>>``):
+    its first 4 KiB are UTF-8, so T39s's test passed it, and the crash dump's lines, read as
+    UTF-8, matched nothing: "0 records (none), 0 events", exit 0. The first wide line is
+    refused in one line naming the log, the line, the encoding and the iconv, nothing
+    written; a hole of NULs after the text is still read as before."""
+    from forensics.cli import main
+
+    text = (Path(__file__).parents[1] / "data" /
+            "vllm_dump_some_placeholder.log").read_text(encoding="utf-8")
+    mixed = tmp_path / "mixed.log"
+    mixed.write_bytes(b"INFO 12-07 10:00:00 starting the engine\n" * 200 + text.encode(encoding))
+    assert main(["import", str(mixed), "-o", str(tmp_path / "m.capture")]) == 2
+    err = capsys.readouterr().err
+    name = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")
+    assert f"mixed.log' line 201 looks like {name} text" in err and \
+        f"iconv -f {name} -t UTF-8" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m.capture").exists()
+    hole = tmp_path / "hole.log"
+    hole.write_bytes(text.encode() + bytes(5000) + b"\nINFO after the hole\n")
+    assert main(["import", str(hole), "-o", str(tmp_path / "h.capture")]) == 0
+    assert "1 events" in capsys.readouterr().out

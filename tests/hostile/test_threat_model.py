@@ -1505,6 +1505,8 @@ TESTS = {
               "test_inspect_says_the_kernel_launches_a_capture_holds"],
     "T135c": ["tests/hostile/test_round22_attack22d.py::"
               "test_a_wide_log_of_text_mostly_not_ascii_is_refused"],
+    "T135d": ["tests/hostile/test_round22_attack22d.py::"
+              "test_wide_text_appended_to_a_utf8_log_is_refused"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
