@@ -29,12 +29,14 @@ def run(args: argparse.Namespace) -> int:
     Raises ForensicsError subclasses for a missing or malformed capture (exit 2).
     """
     from forensics.present.capture_facts import facts_lines
+    from forensics.present.conclusion import kernel_launches
     from forensics.store.reader import load
     from forensics.store.unjudged import unjudged_of, unjudged_text
 
     capture = load(args.capture)
     capture.check_index()  # what the summary states of the index is what the batches hold
     summary = capture.summary()
+    summary["kernel_launches"] = kernel_launches(capture)  # apart from its events
     if args.json:  # what no variant judged, worded as every output words it
         summary["not_judged"] = unjudged_text(unjudged_of(capture))
         print(json_text(summary, sort_keys=True))
@@ -85,6 +87,9 @@ def render(summary: dict[str, Any]) -> str:
                      f"{terminal(event.get('message') or event.get('detail') or '')}")
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
+    if summary.get("kernel_launches"):
+        lines.append(f"kernel launches: {summary['kernel_launches']} recorded (not among the "
+                     "events; no variant judges them: `forensics kernels` replays them)")
     if summary["truncated"]:
         lines.append("truncated tail ignored in: "
                      + ", ".join(map(terminal, summary["truncated_files"])))

@@ -37,7 +37,7 @@ from forensics.escaping import terminal
 from forensics.importers import Imported
 from forensics.importers.common import show, where_of
 from forensics.importers.tracebacks import CRASH_LEVELS, PREFIX_RE, REPORTS, Chains, ends, report
-from forensics.importers.wide import PREFIX_BYTES, refuse_wide
+from forensics.importers.wide import PREFIX_BYTES, refuse_wide, refuse_wide_line
 from forensics.records import Record
 from forensics.sites import SITES, get_site
 from forensics.sites.base import LogLine
@@ -145,6 +145,7 @@ def text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
             first = False
             if line.startswith(codecs.BOM_UTF8):
                 line = line[len(codecs.BOM_UTF8):]
+        refuse_wide_line(path, number, line)
         yield number, line.decode("utf-8", errors="replace"), cut
 
 

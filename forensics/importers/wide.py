@@ -6,7 +6,8 @@ its encoding in its first bytes: in UTF-16LE a NUL follows each character, in UT
 precedes it, in UTF-32 three do. :func:`wide_encoding` reads only a bounded prefix
 (:data:`PREFIX_BYTES`) and asks that nearly every code unit be so (:data:`SHARE`): a UTF-8 log
 has no NUL in its text, and binary data (random bytes, runs of NULs, small integers) fails one
-half of the test or the other.
+half of the test or the other. Text mostly not ASCII (a banner in Chinese) is shown by its
+line feeds instead: each a whole code unit with its NULs, the characters around them printable.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ PREFIX_BYTES = 4096
 SHARE = 0.9
 #: the fewest code units judged (a shorter prefix is read as UTF-8)
 MIN_UNITS = 4
+#: the fewest line feeds, each a whole wide code unit, that show a prefix's encoding alone
+MIN_LINE_ENDS = 2
 #: the bytes of text: tab, line ends and printable ASCII
 _TEXT = bytes([9, 10, 13, *range(32, 127)])
 #: (encoding, code unit's width, offset of its character byte, what the refusal says of it)
@@ -45,7 +48,32 @@ def wide_encoding(prefix: bytes) -> tuple[str, str | None] | None:
         units = len(prefix) // width
         if units >= MIN_UNITS and _laid_out(prefix[:units * width], width, at, units):
             return name, f"{nuls} nearly every character of its first {units * width} bytes"
+    for name, width, at, nuls in _LAYOUTS:
+        ends = _line_ends(prefix, width, at)
+        if ends >= MIN_LINE_ENDS and _printable(prefix, name, width):
+            return name, f"{nuls} each of the {ends} line feeds of its first {len(prefix)} bytes"
     return None
+
+
+def _printable(prefix: bytes, name: str, width: int) -> bool:
+    """Whether nearly every character of ``prefix`` read as ``name`` (its whole code units)
+    is printable text or whitespace (an array of small integers is mostly control
+    characters)."""
+    text = prefix[:len(prefix) // width * width].decode(name, errors="replace")
+    shown = sum(c.isprintable() or c in "\t\r\n" for c in text.replace("\ufffd", "\0"))
+    return shown >= SHARE * len(text)
+
+
+def _line_ends(prefix: bytes, width: int, at: int) -> int:
+    """How many line feeds ``prefix`` holds when each of its ``\\n`` bytes is one code unit
+    of ``width`` bytes, the byte at ``at`` of a unit, NULs around it (0 when one is not): text
+    mostly not ASCII (a banner in Chinese) fails :func:`_laid_out`, and its line ends still
+    show the encoding, where a UTF-8 log has no NUL byte."""
+    unit = bytes(at) + b"\n" + bytes(width - 1 - at)
+    ends = [i for i, byte in enumerate(prefix) if byte == 0x0A]
+    if any(i < at or (i - at) % width or prefix[i - at:i - at + width] != unit for i in ends):
+        return 0
+    return len(ends)
 
 
 def _laid_out(data: bytes, width: int, at: int, units: int) -> bool:
@@ -70,3 +98,21 @@ def refuse_wide(path: Path, prefix: bytes) -> None:
         what, source = f"looks like {name} text without a byte-order mark ({nuls})", name
     raise CaptureFormatError(f"log '{terminal(path)}' {what}; logs are read as UTF-8: convert it "
                              f"first (iconv -f {source} -t UTF-8)")
+
+
+def refuse_wide_line(path: Path, number: int, line: bytes) -> None:
+    """Raise CaptureFormatError naming the log ``path``, its line ``number`` and the encoding
+    when that line (past the log's first bytes: UTF-16 or UTF-32 text appended to a UTF-8 log,
+    as PowerShell's ``>>`` does) is wide text, read as it is (the first wide line starts
+    where the UTF-8 text's line feed ended, its code units whole); a line without NULs, or a
+    hole of NULs, is read as before."""
+    if 0 not in line:
+        return
+    found = wide_encoding(line[:PREFIX_BYTES])
+    if found is None:
+        return
+    name = found[0]
+    raise CaptureFormatError(f"log '{terminal(path)}' line {number} looks like {name} text (a "
+                             "part of the log in another encoding, appended to it?); logs are "
+                             "read as UTF-8: convert that part first (iconv -f "
+                             f"{name[:-2] if found[1] is None else name} -t UTF-8)")

@@ -265,8 +265,21 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
     answer = worker.ask(event, most)
     if answer.get("status") != "replayed":
         return LaunchResult(launch, "not_replayable", str(answer.get("reason", "")), found)
-    return LaunchResult(launch, "replayed", str(answer.get("reason", "")),
-                        found + _findings(launch, answer))
+    why = "; ".join(n for n in (str(answer.get("reason", "")), _on_zeros(launch)) if n)
+    return LaunchResult(launch, "replayed", why, found + _findings(launch, answer))
+
+
+def _on_zeros(launch: Launch) -> str:
+    """What a replay on zeros in place of the launch's tensors recorded without contents
+    judged of the live launch's accesses and int32 arithmetic: nothing ("" when it has none);
+    its values may choose their addresses, masks and operands, so "0 finding(s)" of such a
+    launch said its accesses in bounds where none of the live launch's was judged."""
+    blind = [n for n, a in launch.tensors.items() if a.contents == "none"]
+    if not blind:
+        return ""
+    return (f"the live launch's out-of-bounds accesses and int32 wraps not judged: the replay "
+            f"ran on zeros in place of the contents of {', '.join(blind)} (not recorded), "
+            "whose values may choose its addresses, masks and operands")
 
 
 def coverage(results: list[LaunchResult], summaries: list[dict[str, Any]],
