@@ -73,15 +73,19 @@ def captures_under(root: Path) -> list[Path]:
     once, by its direct name).
 
     Raises ConfigurationError when ``root`` holds none (a folder missing, renamed or emptied:
-    its regression tests once dropped out unsaid, and the suite passed).
+    its regression tests once dropped out unsaid, and the suite passed), or when a folder on
+    its way cannot be listed (named, with why: it said the folder held none).
     """
     import glob
 
     from forensics.errors import ConfigurationError
-    from forensics.fleet.paths import find_captures
+    from forensics.fleet.paths import UnlistedError, find_captures
 
     try:
         found = find_captures([glob.escape(str(root))])
+    except UnlistedError as exc:  # a folder that cannot be listed: said, never "holds none"
+        raise ConfigurationError(f"--forensics-captures (or the forensics_captures ini "
+                                 f"option) {exc}") from None
     except ConfigurationError:
         found = []
     found = [path for path in found if path.name.endswith(".capture")]

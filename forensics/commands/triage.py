@@ -46,16 +46,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Triage and print; write the table and the HTML index when asked. Returns 0."""
+    from pathlib import Path
+
     from forensics.atomic import real_folder, real_output, refuse_inside_captures
     from forensics.escaping import terminal
     from forensics.fleet.output import render, write_html, write_table
-    from forensics.fleet.paths import find_captures, unread_note
+    from forensics.fleet.paths import find_captures, unlisted_note, unread_note
     from forensics.fleet.triage import triage
 
-    captures = find_captures(args.paths)
-    note = unread_note(captures)
-    if note:
-        print(note, file=sys.stderr)
+    unlisted: list[tuple[Path, OSError]] = []
+    captures = find_captures(args.paths, unlisted)
+    for note in (unread_note(captures), unlisted_note(unlisted)):
+        if note:
+            print(note, file=sys.stderr)
     for option, path in (("-o", args.output), ("--html", args.html)):
         if path:
             refuse_inside_captures(path, captures, option)

@@ -33,6 +33,8 @@ from forensics.errors import CaptureFormatError, ConfigurationError
 from forensics.records import EXTRA_PREFIX
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -59,7 +61,7 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
         ConfigurationError: a path names no capture, or ``on_error`` is not a choice.
         CaptureFormatError, UnsafeInputError: a capture cannot be read (``on_error="raise"``).
     """
-    from forensics.fleet.paths import find_captures, unread_note
+    from forensics.fleet.paths import find_captures, unlisted_note, unread_note
     from forensics.sites import SITES
 
     if on_error not in ON_ERROR:
@@ -67,10 +69,11 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     captures: dict[str, dict[str, list[pa.RecordBatch]]] = {}
-    found = find_captures(paths)
-    note = unread_note(found)
-    if note:
-        warnings.warn(note, stacklevel=2)
+    unlisted: list[tuple[Path, OSError]] = []
+    found = find_captures(paths, unlisted)
+    for note in (unread_note(found), unlisted_note(unlisted)):
+        if note:
+            warnings.warn(note, stacklevel=2)
     for path in found:
         try:
             captures[str(path)] = capture_batches(path)

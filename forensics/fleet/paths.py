@@ -24,14 +24,18 @@ def is_capture(path: Path) -> bool:
         return False
 
 
-def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def find_captures(patterns: Iterable[str | os.PathLike[str]],
+                  unlisted: list[tuple[Path, OSError]] | None = None) -> list[Path]:
     """Every capture under ``patterns``, sorted and without repeats: a capture reached twice
     (through a link, or under a folder named twice) is listed once, by its direct name.
 
     A pattern is a capture directory, a folder whose ``*.capture`` children (one level, then
     their folders recursively) are captures, or a glob of either (a path that exists is
     taken as it is spelled, even one holding ``[``, ``*`` or ``?``).
-    Raises ConfigurationError when a pattern names nothing.
+    Each folder that could not be listed under a pattern that named captures all the same is
+    added to ``unlisted``, with why (:func:`unlisted_note` says it).
+    Raises ConfigurationError when a pattern names nothing (:class:`UnlistedError` where a
+    folder on its way could not be listed).
     """
     found: dict[object, Path] = {}
     for pattern in patterns:
@@ -39,13 +43,15 @@ def find_captures(patterns: Iterable[str | os.PathLike[str]]) -> list[Path]:
         # a path that exists is itself, never a glob: 'd[1].capture' named d1.capture
         matches = sorted(glob.glob(text)) if glob.has_magic(text) and not os.path.lexists(
             text) else [text]
-        unlisted = _glob_unlisted(text) if not matches else []
+        refused = _glob_unlisted(text) if not matches else []
         # an empty path names nothing (``Path("")`` is the working directory: an unset
         # variable's ``triage "$DIR"`` triaged it), nor does one holding NUL (no file's)
-        hits = [c for m in matches for c in _captures_at(Path(m), unlisted)] \
+        hits = [c for m in matches for c in _captures_at(Path(m), refused)] \
             if text and "\x00" not in text else []
         if not hits:
-            raise ConfigurationError(_nothing_at(text, unlisted))
+            raise (UnlistedError if refused else ConfigurationError)(_nothing_at(text, refused))
+        if unlisted is not None:
+            unlisted += refused
         for hit in map(as_named, hits):
             key = folder_id(hit)
             if key not in found or (_through_link(found[key]) and not _through_link(hit)):
@@ -120,6 +126,11 @@ def _through_link(path: Path) -> bool:
         return False
 
 
+class UnlistedError(ConfigurationError):
+    """A pattern named no capture, and a folder on its way could not be listed (the message
+    names it, why, and the fix)."""
+
+
 def _nothing_at(text: str, unlisted: list[tuple[Path, OSError]]) -> str:
     """The one line that says the pattern ``text`` names no capture: the first folder on
     its way that could not be listed and why, where one could not (it said "names no capture
@@ -133,6 +144,20 @@ def _nothing_at(text: str, unlisted: list[tuple[Path, OSError]]) -> str:
             f"({exc.strerror or type(exc).__name__}), so the captures in it cannot be found; "
             "name them (FOLDER/NAME.capture), or make the folder readable to you (chmod u+r "
             "where it is yours)")
+
+
+def unlisted_note(unlisted: list[tuple[Path, OSError]]) -> str | None:
+    """One line naming the folders :func:`find_captures` could not list beside the captures
+    it found, why, and the fix; None when there are none (their captures dropped out
+    unsaid)."""
+    if not unlisted:
+        return None
+    names = ", ".join(f"{terminal(str(folder))}: {exc.strerror or type(exc).__name__}"
+                      for folder, exc in unlisted[:3])
+    more = f" and {len(unlisted) - 3} more" if len(unlisted) > 3 else ""
+    return (f"not read: {len(unlisted)} folder(s) that cannot be listed ({names}{more}): the "
+            "captures in them cannot be found; name them (FOLDER/NAME.capture), or make the "
+            "folders readable to you (chmod u+r where they are yours)")
 
 
 def _glob_unlisted(text: str) -> list[tuple[Path, OSError]]:

@@ -2,10 +2,11 @@
 
 With ``FORENSICS_HANDOFF=record`` (the default) each record is framed as it is queued, its
 signals not held (:mod:`forensics.probe.held`: a hold took 41 us of CPU a call over the
-hand-off's 104, 1.4x, in one run of ``benchmarks/handoff_held.py``): a handler that raises there (``KeyboardInterrupt``, vLLM's
-``SystemExit``) ends the hand-off with records taken from the session's ring and neither
-framed nor dropped. :func:`frame` counts them (``lost_to_signal``), and the session's
-``probe_stop`` says so (:func:`note`); they stay counted, neither written nor dropped (T119c).
+hand-off's 104, 1.4x, in one run of ``benchmarks/handoff_held.py``): a handler that raises
+there (``KeyboardInterrupt``, vLLM's ``SystemExit``) ends the hand-off with records taken from
+the session's ring and neither framed nor dropped. :func:`frame` counts them
+(``lost_to_signal``), and the session's ``probe_stop`` says so (:func:`note`); they stay
+counted, neither written nor dropped (T119c).
 """
 
 from __future__ import annotations

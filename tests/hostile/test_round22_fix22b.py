@@ -34,10 +34,11 @@ from tests.hostile import test_round21_fix21c as fix21c
 ROOT = Path(__file__).resolve().parents[2]
 
 #: the imports a script run as another user needs before it drops root (fix21c's template)
-_IMPORTS = ("from forensics.fleet.paths import find_captures\n"
+_IMPORTS = ("from forensics.fleet.paths import find_captures, unlisted_note\n"
             "from forensics.errors import ConfigurationError\n"
             "from forensics.store import replace\n"
-            "import forensics.modes\n")
+            "import forensics.modes\n"
+            "from forensics.pytest_plugin import captures_under\n")
 
 
 def _as_user(umask: int, code: str) -> str:
@@ -74,6 +75,44 @@ def test_triage_says_it_cannot_list_a_folder_of_write_and_search() -> None:
                                 f"'B/U/*': the folder 'B/U' {fix}",
                                 f"'B/U/f/*.capture': the folder 'B/U/f' {fix}",
                                 "x.capture"], out
+
+
+def test_the_plugin_says_it_cannot_list_a_folder_of_write_and_search() -> None:
+    """``--forensics-captures U/f`` (``0300``, made under umask ``0477``) names the folder that
+    cannot be listed, why and the fix; it said "does not exist or holds no NAME.capture
+    folder"."""
+    out = _as_user(0o477, ""
+                   "make_folders(base / 'U' / 'f' / 'x.capture')\n"
+                   "try:\n"
+                   "    captures_under(base / 'U' / 'f')\n"
+                   "except ConfigurationError as exc:\n"
+                   "    print(str(exc).replace(str(base), 'B'))")
+    assert out.strip() == (
+        "--forensics-captures (or the forensics_captures ini option) 'B/U/f': the folder "
+        "'B/U/f' cannot be listed (Permission denied), so the captures in it cannot be found; "
+        "name them (FOLDER/NAME.capture), or make the folder readable to you (chmod u+r where "
+        "it is yours)"), out
+
+
+def test_a_folder_that_cannot_be_listed_beside_captures_is_said() -> None:
+    """``top`` holds ``a.capture`` and ``U/f/x.capture`` made under umask ``0477`` (``U`` is
+    ``0300``): ``a.capture`` is found, and the note (``triage`` prints it, ``open_many`` warns
+    it) names ``U`` as a folder that cannot be listed; ``x.capture`` dropped out unsaid."""
+    out = _as_user(0o477, ""
+                   "top = base / 'top'\n"
+                   "os.mkdir(top)\n"
+                   "os.chmod(top, 0o700)\n"
+                   "make_folders(top / 'a.capture')\n"
+                   "make_folders(top / 'U' / 'f' / 'x.capture')\n"
+                   "unlisted = []\n"
+                   "print([p.name for p in find_captures([top], unlisted)])\n"
+                   "print(unlisted_note(unlisted).replace(str(base), 'B'))\n"
+                   "print(unlisted_note([]))")
+    assert out.splitlines() == [
+        "['a.capture']",
+        "not read: 1 folder(s) that cannot be listed (B/top/U: Permission denied): the captures "
+        "in them cannot be found; name them (FOLDER/NAME.capture), or make the folders "
+        "readable to you (chmod u+r where they are yours)", "None"], out
 
 
 def test_an_empty_or_missing_folder_still_names_no_capture(tmp_path: Path) -> None:

@@ -1507,6 +1507,10 @@ TESTS = {
               "test_a_split_triage_decodes_each_result_once"],
     "T131a": ["tests/hostile/test_round22_fix22b.py::"
               "test_triage_says_it_cannot_list_a_folder_of_write_and_search",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_the_plugin_says_it_cannot_list_a_folder_of_write_and_search",
+              "tests/hostile/test_round22_fix22b.py::"
+              "test_a_folder_that_cannot_be_listed_beside_captures_is_said",
               "tests/hostile/test_round22_fix22b.py::test_an_empty_or_missing_folder_still_names_no_capture"],
     "T131b": ["tests/hostile/test_round22_fix22b.py::"
               "test_a_shared_output_is_its_owners_to_read_under_umask_0477"],
