@@ -40,7 +40,11 @@ def user_path(path: str | os.PathLike[str]) -> Path:
     first, so ``~`` means the same to all of them.
 
     Raises ConfigurationError: a ``~user`` with no home directory here (or ``~`` with no
-    ``HOME`` and no entry for this user), naming the path."""
+    ``HOME`` and no entry for this user), naming the path; an empty path (``Path("")`` is the
+    working directory: ``load("")`` read it) or one holding NUL (Python's ValueError)."""
+    unnamed = unnamed_path(path)
+    if unnamed is not None:
+        raise ConfigurationError(unnamed)
     try:
         return Path(path).expanduser()
     except RuntimeError:  # Path.expanduser's "Could not determine home directory."
@@ -48,6 +52,19 @@ def user_path(path: str | os.PathLike[str]) -> Path:
         raise ConfigurationError(f"'{capped(os.fspath(path), 200)}': no home directory for "
                                  f"{user!r} here; give the path without '~', or a user of "
                                  "this machine") from None
+
+
+def unnamed_path(path: str | os.PathLike[str]) -> str | None:
+    """The one line refusing ``path`` when it names no file: empty, or holding a NUL byte
+    (no file's name does); None for any other path."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if text and "\x00" not in text:
+        return None
+    why = "is empty (an unset variable's \"$DIR\")" if not text else "holds a NUL byte"
+    return (f"the path '{terminal(text)}' {why}, so it names no file; give the path of a "
+            "file or folder")
 
 
 def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], object],

@@ -9,10 +9,12 @@ pieces in step order, carrying the latest candidate of each key forward, and giv
 pieces that looked for an origin an earlier piece holds a task again, with the steps of those
 origins to replay too (its ``origins``): the rerun finds the origin record itself, as the
 whole replay does, and judges whether each variant still produces its value (``resolved``).
-Time stays linear (a piece runs at most twice) and memory bounded: at most ``MAX_KEYS`` keys
-a piece and a capture, the latest kept (a piece says from which step its keys are complete,
+Time stays linear (a piece runs at most twice, given at most as many origin steps as its own
+steps, the latest: :func:`nearest`) and memory bounded: at most ``MAX_KEYS`` keys a piece and
+a capture, the latest kept (a piece says from which step its keys are complete,
 ``from``). A piece whose origins may lie among those left out (or that looked for more than
-``MAX_KEYS``) is named with the step before which they were not searched (:func:`reruns`);
+``MAX_KEYS``, or more origin steps than it replays) is named with the step before which
+they were not searched (:func:`reruns`);
 its first finding says so where its origin is null (:func:`noted`: "origin not searched
 before step N"), never that it has none.
 """
@@ -50,14 +52,34 @@ def reruns(tasks: Sequence[Task], decoded: Sequence[Sequence[dict[str, Any]]]
         for index, row in sorted(pieces, key=lambda p: p[1]["start"]):
             wants, cut = _wants(row)
             steps, missing = _steps(wants, latest, complete)
-            if steps:
-                out[index] = replace(tasks[index], origins=tuple(sorted(steps)))
+            kept, since = nearest(steps, tasks[index])
+            if kept:
+                out[index] = replace(tasks[index], origins=kept)
             if cut:
                 unsearched[index] = max(0, row["start"] - LOOKBACK)
             elif missing and complete is not None:
                 unsearched[index] = complete
+            if since is not None:
+                unsearched[index] = max(unsearched.get(index, 0), since)
             complete = _add(latest, row, complete)
     return out, unsearched
+
+
+def nearest(steps: set[int], task: Task) -> tuple[tuple[int, ...], int | None]:
+    """The origin steps a piece replays again: the latest :func:`most_origins` of ``steps``
+    (each brings its step's records into the rerun: a sink record of many out-of-range
+    values, each written at its own earlier step, made a piece of 1,000 records replay
+    65,536 steps' records); and the earliest step kept where some were left out (the
+    piece's origins were not searched before it), else None."""
+    ordered = sorted(steps, reverse=True)
+    kept = ordered[:most_origins(task)]
+    return tuple(sorted(kept)), (kept[-1] if len(ordered) > len(kept) else None)
+
+
+def most_origins(task: Task) -> int:
+    """The most origin steps the piece ``task`` replays again: as many as its own steps
+    (:data:`LOOKBACK` at least), so a rerun replays about twice its piece at most."""
+    return max(LOOKBACK, (task.stop or 0) - (task.start or 0))
 
 
 def noted(first: str | None, step: int | None) -> str | None:

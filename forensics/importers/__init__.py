@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 from forensics.records import INT64_MAX, Record
@@ -61,7 +62,7 @@ def importer_for(path: Path) -> Callable[[Path], Imported]:
 def read_source(path: str | os.PathLike[str]) -> Imported:
     """Read one source file. Raises CaptureFormatError (or a subclass) on bad input;
     UnsafeInputError for a FIFO, device, socket or directory."""
-    source = Path(path)
+    source = user_path(path)
     if not os.path.lexists(source):
         raise CaptureFormatError(f"source '{terminal(source)}' does not exist; check the path")
     return importer_for(source)(source)  # each opens it through forensics.store.guarded
@@ -97,6 +98,7 @@ def import_sources(sources: Sequence[str | os.PathLike[str]] | str | os.PathLike
     if not sources:
         raise CaptureFormatError("no sources given; pass .pt, .safetensors, .npz or log files")
     target = named(out, "output")
+    sources = [user_path(source) for source in sources]  # "" and NUL refused, one line
     recover(target)
     check_replaceable(target, force)  # fail before reading anything
     check_distinct(sources)

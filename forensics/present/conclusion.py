@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import quoted, terminal
+from forensics.escaping import inert, quoted, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
     INDEX_COLUMNS,
@@ -495,7 +495,7 @@ def describe_finding(f: dict[str, Any]) -> str:
         where += f", row {f['row']}"
     if f.get("req_id") is not None:
         where += f" (request {quoted(f['req_id'])})"
-    text = f"{where}: {terminal(what_happened(f))}"
+    text = f"{where}: {inert(what_happened(f))}"
     if f.get("resolved") is True:
         text += " (resolved at its origin: its replay there no longer writes it)"
     if isinstance(f.get("origin_unsearched"), int):  # a split triage's, past what it carried
@@ -509,12 +509,13 @@ def what_happened(f: dict[str, Any]) -> str:
     = 4` indexes `valid_sampled_token_count` (4 elements): a stale previous row"``. ``T[i] =
     v`` is written only where ``T[i]`` holds ``v`` (the finding's ``held``); a finding without
     these keys (an older table) says ``tensor[element] = value``; an ``IndexError`` of real
-    code that no access explains says so (:func:`raised_text`)."""
+    code that no access explains says so (:func:`raised_text`). A message: its values through
+    :func:`~forensics.escaping.terminal`, so it goes out through ``inert``."""
     if "index_tensor" in f and is_raised(f):
         return raised_text(f)
     if f.get("kind") != OUT_OF_BOUNDS or "index_tensor" not in f:
         tensor = f["tensor"] if f.get("element") is None else f"{f['tensor']}[{f['element']}]"
-        text = f"{tensor} = {f['value']}"
+        text = f"{terminal(tensor)} = {terminal(f['value'])}"
         if f.get("lower") is not None or f.get("upper") is not None:
             text += f", outside [{_bound(f.get('lower'))}, {_bound(f.get('upper'))})"
         return text
@@ -527,19 +528,20 @@ def raised_text(f: dict[str, Any]) -> str:
     """``"vLLM raised IndexError at this record (index 4, size 4)"``: a real-code finding that
     no declared access of the site explains (the code that raised it, and what it said)."""
     variant = str(f.get("variant") or "")
-    who = "vLLM" if variant.startswith("vllm") else (f"variant {variant}" if variant
+    who = "vLLM" if variant.startswith("vllm") else (f"variant {terminal(variant)}" if variant
                                                      else "the code")
     text = f"{who} raised IndexError at this record"
     if f.get("value") is not None:
-        size = "" if f.get("upper") is None else f", size {f['upper']}"
-        text += f" (index {f['value']}{size}); no access of the site explains it"
+        size = "" if f.get("upper") is None else f", size {terminal(f['upper'])}"
+        text += f" (index {terminal(f['value'])}{size}); no access of the site explains it"
     return text
 
 
 def _holder(f: dict[str, Any]) -> str:
     """Where the bad value is: ``"`T[i] = v`"`` when ``T[i]`` holds it, else the index used
     and what it is computed from, or ``"value v"``."""
-    tensor, at, value = f.get("index_tensor"), f.get("index_at"), f.get("value")
+    tensor, at, value = (None if f.get(k) is None else terminal(f[k])
+                         for k in ("index_tensor", "index_at", "value"))
     if f.get("held") and tensor is not None and at is not None:
         return f"`{tensor}[{at}] = {value}`"
     if tensor is not None and at is not None:
@@ -565,8 +567,8 @@ def _target(f: dict[str, Any]) -> str:
     if indexed is None:
         return f"is outside its range ({span})"
     if indexed.startswith(ROW_OF):
-        return f"indexes a row of `{indexed[len(ROW_OF):]}` ({span})"
-    return f"indexes `{indexed}` ({span})"
+        return f"indexes a row of `{terminal(indexed[len(ROW_OF):])}` ({span})"
+    return f"indexes `{terminal(indexed)}` ({span})"
 
 
 def _unit(f: dict[str, Any]) -> str:

@@ -347,9 +347,10 @@ class ProbeSession(FlushMarks):
         try:
             detail = error_text(exc)[:2000]
             self.flush(wait=True)
-            with self._lock:
-                self.backend.open()
-            self._event("engine_exception", where=where, error=detail)
+            with signals_held():  # a SIGTERM's close waits for the capture and the event
+                with self._lock:
+                    self.backend.open()
+                self._event("engine_exception", where=where, error=detail)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
@@ -359,9 +360,10 @@ class ProbeSession(FlushMarks):
         what is queued first); never raises."""
         try:
             self.flush(wait=True)
-            with self._lock:
-                self.backend.open()
-            self._event(kind, **fields)
+            with signals_held():  # a SIGTERM's close waits for the capture and the event
+                with self._lock:
+                    self.backend.open()
+                self._event(kind, **fields)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: keeping a %s event failed: %s", kind, inner)

@@ -134,8 +134,11 @@ class ThreadBackend:
             self._event_lock.release()
 
     def open(self) -> None:
-        """Open the capture if it is not open."""
-        self._open_writer()
+        """Open the capture if it is not open; in the main thread with its signals held until
+        it is (a SIGTERM's close that came as the capture was being made found no writer: it
+        kept no ``probe_stop``, and the folder, left empty, was removed)."""
+        with signals_held():
+            self._open_writer()
 
     def settle(self) -> None:
         """Wait (bounded) for the batch the writer thread is writing (the session's lock

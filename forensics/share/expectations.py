@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from forensics.atomic import user_path
 from forensics.errors import CaptureFormatError, UnknownVariantError
 from forensics.escaping import shell_path, shell_word, terminal
 from forensics.share.evidence import (
@@ -273,7 +274,7 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
             ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
         UnknownVariantError: see :func:`choose_variants`; a variant no name registers.
     """
-    capture = Path(capture)
+    capture = user_path(capture)
     expected = read_expected(capture)
     chosen = choose_variants(expected, capture / EXPECTED_NAME, variants, trust_expected)
     known = [v for v in chosen if v in expected["verdicts"]]
@@ -345,7 +346,7 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
     """Replay ``capture`` through ``variants`` and write the result as its ``expected.json``
     (a warning names the records of sites this install does not know: no verdict of theirs
     is in it)."""
-    capture = Path(capture)
+    capture = user_path(capture)
     obtained, not_known, launches, unread = obtain(capture, variants)
     dropped = _held_besides(capture, variants)
     path = write_json(capture / EXPECTED_NAME, obtained)

@@ -295,7 +295,7 @@ def vocab_fact(record: Record, manifest: dict[str, Any]) -> int | None:
 def finding_data(finding: dict[str, Any]) -> dict[str, Any]:
     """What the replay found, as data: its words, and (where the model names the element
     holding the bad index) that tensor, element, value, bound and what it indexes."""
-    from forensics.escaping import terminal
+    from forensics.escaping import inert
     from forensics.present.conclusion import what_happened
 
     text = what_happened(finding)
@@ -308,7 +308,7 @@ def finding_data(finding: dict[str, Any]) -> dict[str, Any]:
         value = finding.get(key)
         return None if value is None else int(value)
 
-    return {"text": terminal(text), "tensor": finding["index_tensor"] if held else None,
+    return {"text": inert(text), "tensor": finding["index_tensor"] if held else None,
             "element": number("index_at") if held else None, "value": number("value"),
             "lower": number("lower"), "upper": number("upper"),
             "indexed": finding.get("indexed") if held else None}

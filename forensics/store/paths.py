@@ -124,7 +124,7 @@ def capture_dir(path: str | os.PathLike[str]) -> Path:
     One ``stat`` and one ``open`` of the folder itself, never of anything in it: a FIFO, a
     device, a plain file or a loop of links is named as what it is, never opened (a FIFO's
     open would wait for a writer); a folder this user cannot read is said to be one."""
-    root = Path(path)
+    root = user_path(path)  # "" (the working directory) and NUL refused, one line
     what = _not_a_folder(root)
     if what is not None:
         raise CaptureFormatError(f"capture '{terminal(root)}' {what}; give a NAME.capture "

@@ -1606,6 +1606,20 @@ TESTS = {
               "test_a_wide_log_of_text_mostly_not_ascii_is_refused"],
     "T135d": ["tests/hostile/test_round22_attack22d.py::"
               "test_wide_text_appended_to_a_utf8_log_is_refused"],
+    "T136a": ["tests/hostile/test_round22_fix22c.py::"
+              "test_a_value_in_a_message_never_makes_a_code_span_in_markdown",
+              "tests/hostile/test_round22_fix22c.py::"
+              "test_two_values_a_backtick_apart_never_print_alike",
+              "tests/hostile/test_round22_fix22c.py::test_a_findings_words_keep_their_own_code_span",
+              "tests/hostile/test_round22_fix22c.py::test_a_summary_keeps_its_own_code_spans"],
+    "T136b": ["tests/hostile/test_round22_fix22c.py::"
+              "test_the_api_refuses_an_empty_path_in_one_line",
+              "tests/hostile/test_round22_fix22c.py::"
+              "test_the_cli_refuses_an_empty_path_in_one_line"],
+    "T136c": ["tests/hostile/test_round22_fix22c.py::"
+              "test_a_rerun_replays_at_most_its_own_steps_of_origins"],
+    "T136d": ["tests/hostile/test_round22_fix22c.py::"
+              "test_a_sigterm_as_the_capture_is_made_keeps_the_event_and_probe_stop"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
