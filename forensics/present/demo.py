@@ -57,7 +57,7 @@ def describe_finding(finding: dict | None) -> str:
         return "-"
     where = f"step {finding['step']}" + (f" row {finding['row']}"
                                          if finding.get("row") is not None else "")
-    from forensics.present.conclusion import what_happened
+    from forensics.present.finding_words import what_happened
 
     return f"{finding['kind']} {what_happened(finding)} at {where}"
 

@@ -296,7 +296,7 @@ def finding_data(finding: dict[str, Any]) -> dict[str, Any]:
     """What the replay found, as data: its words, and (where the model names the element
     holding the bad index) that tensor, element, value, bound and what it indexes."""
     from forensics.escaping import inert
-    from forensics.present.conclusion import what_happened
+    from forensics.present.finding_words import what_happened
 
     text = what_happened(finding)
     if "real_code" in finding:
