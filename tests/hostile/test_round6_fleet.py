@@ -94,8 +94,11 @@ def test_a_task_queued_behind_stuck_ones_is_not_timed_out(
     monkeypatch.setattr(runners, "BACKSTOP_GRACE", 0.0)
     names = ["deaf1", "deaf2", "c"]
     rows = _rows(run_local([Task(str(tmp_path / n)) for n in names], workers=2, piece=deaf))
+    # each stuck row names its deadline and that the backstop ended it (T131e)
+    backstop = ("timed out after 2 s (no row came back by the backstop, over 4 s after it "
+                "started: ended from outside)")
     assert [(r["name"], r["error"]) for r in rows] == [
-        ("deaf1", "timed out after 4 s"), ("deaf2", "timed out after 4 s"), ("c", None)], rows
+        ("deaf1", backstop), ("deaf2", backstop), ("c", None)], rows
 
 
 def test_a_task_raising_an_odd_exception_is_its_one_line_row(tmp_path: Path) -> None:
