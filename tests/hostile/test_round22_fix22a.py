@@ -4,7 +4,6 @@ importer and the API."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -12,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_round21_fix21a
 
 from forensics.fleet.piece import replay_piece
 from forensics.fleet.tasks import plan
 from forensics.fleet.triage import finish, rows_of
 from forensics.simulator.runs import simulate
-from forensics.store.reader import load
-from forensics.store.writer import write_capture
 
-#: the sink step whose records (but its origin's) move, and how far (as round 21's far origin)
-SINK_STEP, SHIFT = 182, 30
+#: round 21's far origin (a fixture): a sink finding 30 steps past its origin
+far_origin = test_round21_fix21a.far_origin
 
 #: a catalogue of one entry that accepts a sink finding of no origin
 NONE_ORIGIN = """format = 1
@@ -39,21 +37,6 @@ fix = { pr = "unknown", release = "unknown" }
 [entry.signature]
 require = [{ finding = { site = "embedding", origin = "none" } }]
 """
-
-
-@pytest.fixture(scope="module")
-def far_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A placeholder-leak capture of 600 steps whose sink finding of step ``SINK_STEP`` stands
-    ``SHIFT`` steps after its origin (round 21's far origin): a piece of 1,000 records finds
-    its origin only through the carried keys."""
-    root = tmp_path_factory.mktemp("origin")
-    source = Path(str(simulate("placeholder-leak", steps=600, out=root / "leak.capture")))
-    moved = [dataclasses.replace(r, step=r.step + SHIFT)
-             if r.step > SINK_STEP or (r.step == SINK_STEP and r.site != "prepare_input_ids")
-             else r for r in load(source).records()]
-    out = root / "far.capture"
-    write_capture(out, moved, json.loads((source / "manifest.json").read_text()))
-    return out
 
 
 def _serial(tasks: Any) -> list[bytes]:
