@@ -160,6 +160,7 @@ class Conclusion:
         """``"upstream leaves async_output, embedding in violation."`` (and suspects, errors)."""
         bad = self.violations[variant]
         text = (f"{variant} leaves {', '.join(bad)} in violation" if bad
+                else f"{variant} judged no record" if self.no_records  # it held none
                 else f"{variant} leaves no site in violation")
         if self.errors[variant]:
             text += f", fails with errors at {', '.join(self.errors[variant])}"

@@ -41,3 +41,20 @@ def test_the_report_notebook_does_not_call_every_event_a_crash_line() -> None:
                     if cell["cell_type"] == "markdown")
     assert "Events are the crash lines" not in text
     assert "where the engine crashed, its crash lines" in text and "V2's `post_update`" in text
+
+
+# ------------------- T125i: a capture of no record: no variant "leaves no site in violation"
+
+
+def test_the_paragraph_of_a_capture_of_no_record_says_no_record_was_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``summary`` of a capture of no record opened "upstream leaves no site in violation.", as
+    of a capture whose every value was judged in range, before saying that no variant judged
+    anything (attack22c); each variant's sentence says it judged no record."""
+    from forensics.store.writer import write_capture
+
+    path = write_capture(tmp_path / "e.capture", [])
+    code, out, _ = run_cli(capsys, "summary", path)
+    text = " ".join(out.split())
+    assert code == 0 and "upstream judged no record." in text, text
+    assert "leaves no site in violation" not in text, text
