@@ -58,3 +58,27 @@ def test_the_paragraph_of_a_capture_of_no_record_says_no_record_was_judged(
     text = " ".join(out.split())
     assert code == 0 and "upstream judged no record." in text, text
     assert "leaves no site in violation" not in text, text
+
+
+# --------------- T125j: redact's line says its permutation is of its records' token ids only
+
+
+def test_redact_says_the_numbers_of_kept_event_text_are_not_permuted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``redact`` said "token ids in [1, 248320) permuted" of a capture whose kept error text
+    still held an in-range id ("index 12345"), which it keeps as it is (T37e; attack22c): the
+    line says the permutation is of its records' ids and that a number in kept text is not."""
+    import shutil
+
+    from tests.hostile.test_round22_attack22c import DATA
+
+    capture = tmp_path / "b.capture"
+    shutil.copytree(DATA / "incident-b-vocab-sentinel.capture", capture)
+    with (capture / "events-w0.jsonl").open("a", encoding="utf-8") as events:
+        events.write('{"kind": "engine_exception", "step": 12, "rank": 0, "message": '
+                     '"IndexError: index 12345 is out of bounds for dimension 0 with size 4"}\n')
+    code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "r.capture")
+    assert code == 0, err
+    assert "permuted in its records (a number in the events' kept text is not)" in out, out
+    kept = (tmp_path / "r.capture" / "events-w0.jsonl").read_text(encoding="utf-8")
+    assert "index 12345" in kept  # as the line says
