@@ -11,8 +11,6 @@ that escapes (no output keeps a copy of these rules).
   U+0301 where ``é`` is one character, a Hangul syllable as its jamo, U+212B for ``Å``) has
   every character NFC may change or join to the one before (NFC quick check No or Maybe)
   escaped too, so it never prints as its NFC spelling does (a name in NFC prints as before);
-  a backtick is ``\\x60``, so a value in a message never makes a code span of it where the
-  message is written as Markdown (every message is built of values through this function);
 - :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
   files) can hold, otherwise unchanged; :func:`unicode_path` the same for a capture's path,
   with a backslash that would read as an escape's start doubled (no two paths alike), and
@@ -31,7 +29,8 @@ that escapes (no output keeps a copy of these rules).
   with a fence longer than any backtick run in it), while a capture's value (``raw``) has its
   backticks escaped: they never open or close a code span;
 - :func:`spanless`: a capture's value inside a sentence (a model name, an event's message):
-  :func:`terminal` (its backticks ``\\x60``); :func:`quoted` (a request id):
+  :func:`terminal` with a backtick written ``\\x60``, so the value never opens or closes a
+  code span of the sentence when :func:`markdown` renders it; :func:`quoted` (a request id):
   that between single quotes, with a quote written ``\\x27``, so it never ends its quotes;
 - :func:`csv_cell`: :func:`terminal`, then a cell starting with ``= + - @``, tab or CR
   prefixed with ``'`` (a spreadsheet would evaluate it as a formula), and one starting with
@@ -247,17 +246,7 @@ def terminal(value: Any) -> str:
     ``\\\\``, so two values (of at most :data:`LIMIT` characters) never look alike. For a value
     written once: a message built of values already escaped goes through :func:`inert`. A
     string not in NFC has each character NFC may change or join to the one before escaped too
-    (the module's docstring). A backtick is ``\\x60`` (a backslash before one doubled): a
-    value never opens or closes a code span of the message that holds it, in whichever
-    Markdown output the message lands."""
-    shown = _shown(value)
-    return _also_escaped(shown, "`") if "`" in shown else shown
-
-
-def _shown(value: Any) -> str:
-    """:func:`terminal` of ``value`` with its backticks as they are: a value written alone,
-    where a backtick opens no code span (:func:`markdown` and :func:`markdown_code` of a
-    capture's value escape or fence it, :func:`html`, :func:`csv_cell`)."""
+    (the module's docstring)."""
     text = capped(value)
     return _escaped_in(text)[1].sub(_visible, text)
 
@@ -271,9 +260,11 @@ def inert(text: Any) -> str:
 
 def spanless(value: Any) -> str:
     """``value`` (a capture's value: a model name, an event's message) inside a sentence that
-    :func:`markdown` may render: :func:`terminal` of it (which writes each backtick
-    ``\\x60``, so the value never opens or closes a code span of the sentence)."""
-    return terminal(value)
+    :func:`markdown` may render: :func:`terminal` of it, each backtick written ``\\x60`` (a
+    backslash before one doubled), so the value never opens or closes a code span of the
+    sentence. The sentence goes out through :func:`inert` (and :func:`html`,
+    :func:`markdown`, :func:`csv_cell` not ``raw``)."""
+    return _also_escaped(terminal(value), "`")
 
 
 def quoted(value: Any) -> str:
@@ -325,7 +316,7 @@ def html(value: Any, raw: bool = False) -> str:
     """``value`` as HTML or XML text (an attribute value too): :func:`inert` (a text whose
     values are escaped already; ``raw``: a capture's value, :func:`terminal`), then markup
     characters as entities."""
-    return _html.escape(_shown(value) if raw else inert(value), quote=True)
+    return _html.escape(terminal(value) if raw else inert(value), quote=True)
 
 
 def markdown(value: Any, table: bool = False, raw: bool = False, spans: bool = True) -> str:
@@ -335,7 +326,7 @@ def markdown(value: Any, table: bool = False, raw: bool = False, spans: bool = T
     escaped already; ``raw``: a capture's value, :func:`terminal`, its backticks escaped, never
     a code span's; ``spans=False``: a text whose values may hold backticks, an error naming a
     capture's path, its backticks escaped too)."""
-    text = _shown(value) if raw else inert(value)
+    text = terminal(value) if raw else inert(value)
     parts: list[str] = []
     at = 0
     for start, end, code in _code_spans(text) if spans and not raw else []:
@@ -428,8 +419,8 @@ def _unpinged(match: re.Match[str]) -> str:
 def markdown_code(value: Any, table: bool = False, raw: bool = False) -> str:
     """``value`` as a Markdown code span (one line) fenced by more backticks than any run in
     it; in a table cell (``table``) a ``|`` is escaped, as GitHub's tables need. ``value``
-    through :func:`inert` (``raw``: :func:`terminal`, its backticks fenced)."""
-    text = _shown(value) if raw else inert(value)
+    through :func:`inert` (``raw``: :func:`terminal`)."""
+    text = terminal(value) if raw else inert(value)
     if table:
         text = text.replace("|", "\\|")
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
@@ -444,7 +435,7 @@ def csv_cell(value: Any, raw: bool = True) -> Any:
     with ``'``; other values unchanged."""
     if not isinstance(value, str):
         return value
-    text = _shown(value) if raw else inert(value)
+    text = terminal(value) if raw else inert(value)
     return "'" + text if text.startswith(_QUOTED) or value.startswith(FORMULA_STARTS) else text
 
 

@@ -174,8 +174,7 @@ def test_a_notebook_that_cannot_be_run_is_named_escaped(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["a`b`c", "``x``", "`", "run `rm -rf` now", "a\\`b`"])
 def test_a_raw_value_with_backticks_renders_as_itself_in_markdown(value: str) -> None:
     """A capture's value (``raw``) never makes a code span of its backticks: it renders as
-    the text itself, in a paragraph and in a table cell (as it is: ``terminal`` writes a
-    backtick ``\\x60`` since T136a, for a value inside a message)."""
+    the text itself, in a paragraph and in a table cell."""
     assert _codes(_render(escaping.markdown(value, raw=True))) == []
     assert _text(_render(escaping.markdown(value, raw=True))) == value
     cell = _render(f"| a | b |\n|---|---|\n| {escaping.markdown(value, True, raw=True)} | x |\n")

@@ -248,4 +248,4 @@ def test_an_error_row_names_a_backticked_path_as_it_is(
     cells = [_rendered(line).rsplit("|", 2)[-2].strip() for line in out.splitlines()
              if "has no manifest.json" in line]
     assert code == 0 and len(cells) == 2 and len(set(cells)) == 2, out
-    assert any("a\\x60x\\x60b.capture' has no manifest.json" in c for c in cells), cells
+    assert any("a`x`b.capture' has no manifest.json" in c for c in cells), cells

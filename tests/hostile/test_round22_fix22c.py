@@ -1,10 +1,8 @@
 """Round 22 (fix22c): what attack22a and attack22b found and did not fix.
 
-1. A message is built of values through ``escaping.terminal`` (about 320 call sites), and a
-   Markdown output renders its code spans: a value holding backticks made a code span of the
-   message (``a`x`b`` rendered as ``axb``). ``terminal`` writes a backtick ``\\x60`` now, so
-   no value opens or closes a code span of any message, in whichever Markdown output it lands;
-   a finding's words escape their values themselves and keep their own code spans (T136a).
+1. (T136a, a backtick written ``\\x60`` by ``escaping.terminal`` in every message, was
+   reverted by the lead: it fixed no output shown to be wrong, and printed a CUDA assert's
+   backticks as ``\\x60`` in the terminal.)
 2. ``forensics.load("")`` read the working directory; ``load("x\\0")``, ``replay``, ``scan``
    raised a builtin ValueError, and ``check``/``import`` of such a path said "internal error":
    every path a user gives is refused in one line now (T136b).
@@ -29,70 +27,7 @@ from test_round2 import run_cli
 
 import forensics
 from forensics.errors import ConfigurationError
-from forensics.escaping import inert, markdown, terminal
-
-# --------------------------------- T136a: a value in a message makes no code span in Markdown
-
-
-def _rendered(source: str) -> str:
-    """The text of ``source`` as CommonMark renders it (markdown-it): tags dropped."""
-    import html
-    import re
-
-    from markdown_it import MarkdownIt
-
-    return html.unescape(re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").render(source)))
-
-
-@pytest.mark.parametrize("value", ["a`x`b", "`x`", "a``b``c", "a\\`x\\`b", "`"])
-def test_a_value_in_a_message_never_makes_a_code_span_in_markdown(value: str) -> None:
-    """A message naming ``value`` through ``terminal`` (an error, a cell, a sentence), written
-    as Markdown (``escaping.markdown``, spans on): ``a`x`b`` made ``x`` a code span and the
-    message rendered as the one naming ``axb``. It renders as its text now."""
-    message = f"capture '{terminal(value)}' has no manifest.json; see `forensics --help`"
-    plain = f"capture '{terminal(value.replace('`', ''))}' has no manifest.json"
-    assert _rendered(markdown(message)).strip() == inert(message).replace(
-        "`forensics --help`", "forensics --help")
-    assert not _rendered(markdown(message)).startswith(plain)
-    assert "`" not in terminal(value) and "\\x60" in terminal(value)
-
-
-def test_two_values_a_backtick_apart_never_print_alike() -> None:
-    """A backtick is ``\\x60``, and a value spelled ``\\x60`` has its backslash doubled."""
-    values = ["`", "\\x60", "\\`", "\\\\x60"]
-    assert len({terminal(v) for v in values}) == len(values)
-
-
-def test_a_findings_words_keep_their_own_code_span() -> None:
-    """A finding's words (``describe_finding``) are a message: its own code span stays one,
-    and a tensor's backticks are ``\\x60`` in it (it went through ``terminal`` whole, which
-    would now break its own span)."""
-    from forensics.present.conclusion import describe_finding
-
-    finding = {"site": "prepare_input_ids", "step": 3, "rank": 0, "kind": "out_of_bounds",
-               "index_tensor": "t`x`", "index_at": 2, "value": 7, "held": True,
-               "indexed": "rows", "upper": 4, "tensor": "t"}
-    text = describe_finding(finding)
-    assert "`t\\x60x\\x60[2] = 7` indexes `rows`" in text, text
-    assert "t\\x60x\\x60[2] = 7" in _rendered(markdown(text))
-    plain = describe_finding({"site": "embedding", "step": 1, "rank": 0, "kind": "guard",
-                              "tensor": "a`b`c", "element": 0, "value": 5})
-    assert "a\\x60b\\x60c[0] = 5" in _rendered(markdown(plain)), plain
-
-
-def test_a_summary_keeps_its_own_code_spans(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """``summary --format markdown`` of a capture named ``a`x`b``: its first violation is one
-    code span (not ``\\x60input_ids[2] = 248320\\x60``), the capture's values ``\\x60``."""
-    from conftest import embedding_records
-    from forensics.store.writer import write_capture
-
-    path = write_capture(tmp_path / "a`x`b.capture", embedding_records(bad_step=2),
-                         manifest={"notes": "n`x`", "host": "h`x`"})
-    code, out, _err = run_cli(capsys, "summary", path, "--format", "markdown")
-    assert code == 0 and "`input_ids[2] = 248320`" in out, out
-    assert "\\x60input_ids" not in out and "host h\\x60x\\x60" in out, out
-
+from forensics.escaping import terminal
 
 # ---------------------------------------------- T136b: an empty path or one holding NUL
 
