@@ -1,0 +1,76 @@
+"""Round 23 of hostile input, fix 23a: round 22's leftovers: ``redact`` of the probe's guard
+message, the draft title beside a guard event, triage's entries not judged, and the count of
+an imported log's worker deaths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics.probe.guard import bounds_error, passed_on_message
+from forensics.sites import Violation
+from tests.hostile.test_round2 import run_cli
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def _guarded(tmp_path: Path, *extra: dict[str, object]) -> Path:
+    """A simulated clean capture with the two events the probe's guard writes, as it writes
+    them (``Session.violation`` and ``Session.passed_on``): the value passed on in
+    ``out.output_token_ids``, the one that raised in ``prev_positions``; ``extra`` events
+    after them."""
+    capture = tmp_path / "guarded.capture"
+    code = __import__("forensics.cli", fromlist=["main"]).main(
+        ["simulate", "clean", "-o", str(capture), "--steps", "12"])
+    assert code == 0
+    written = Violation("async_output", 1, "out.output_token_ids", 32000, 0, 32000)
+    raised = Violation("batch_change", 3, "prev_positions", 9, 0, 8)
+    events = [
+        {"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 0},
+        {"kind": "guard_passed_on", "process": "w0", "pid": 5, "rank": 0, "step": 5,
+         "site": written.site, "row": written.row, "tensor": written.tensor,
+         "value": written.value, "bound": written.upper,
+         "message": passed_on_message(written, 5, 0, capture)},
+        {"kind": "guard_violation", "process": "w0", "pid": 5, "rank": 0, "step": 7,
+         "site": raised.site, "row": raised.row, "tensor": raised.tensor,
+         "value": raised.value, "bound": raised.upper,
+         "message": str(bounds_error(raised, 7, 0, capture))}, *extra]
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+# ------------------------------ T138a: redact keeps the guard's tensor and words
+
+
+def test_redact_keeps_the_guards_tensor_names_and_words_and_scrubs_hosts_and_paths(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe's guard message named its tensor ``out.output_token_ids``, which ``redact``
+    read as a dotted host name (``<host>``), and its own words ``forensics``, ``goes`` and
+    ``reaches`` became ``<text>``; the event's ``tensor`` field was dropped. They are the
+    toolkit's words and the sites' tensor names: kept, while the capture's path and a host in
+    the same message are still scrubbed."""
+    host = {"kind": "guard_violation", "process": "w0", "rank": 0, "step": 9,
+            "site": "embedding", "tensor": "gpu7.corp.example",
+            "message": "forensics guard on gpu7.corp.example wrote out.input_ids value -1 "
+                       "(alice.private.lan:29500)"}
+    capture = _guarded(tmp_path, host)
+    shared = tmp_path / "shared.capture"
+    code, out, err = run_cli(capsys, "redact", capture, "-o", shared)
+    assert code == 0, err
+    events = [json.loads(line) for line in (shared / "events-w0.jsonl").read_text().splitlines()]
+    passed, raised, hosted = (e for e in events if e["kind"].startswith("guard"))
+    assert passed["message"].startswith(
+        "forensics guard: site 'async_output' step 5 rank 0 row 1 wrote out.output_token_ids "
+        "value 32000 outside [0, 32000); not used as an index here, so the engine goes on "
+        "(guard mode raises if it reaches an index); recorded in <path>"), passed
+    assert raised["message"].startswith(
+        "forensics guard: site 'batch_change' step 7 rank 0 row 3: prev_positions value 9 is "
+        "outside [0, 8) (bound 8); records up to this call are in <path>; run `forensics "
+        "replay <path>` to trace it"), raised
+    assert (passed["tensor"], raised["tensor"]) == ("out.output_token_ids", "prev_positions")
+    assert str(tmp_path) not in json.dumps(events)
+    assert hosted["message"] == ("forensics guard on <host> wrote out.input_ids value -1 "
+                                 "(<host>:29500)"), hosted
+    assert "tensor" not in hosted and "gpu7" not in json.dumps(events)
