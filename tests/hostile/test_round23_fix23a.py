@@ -74,3 +74,41 @@ def test_redact_keeps_the_guards_tensor_names_and_words_and_scrubs_hosts_and_pat
     assert hosted["message"] == ("forensics guard on <host> wrote out.input_ids value -1 "
                                  "(<host>:29500)"), hosted
     assert "tensor" not in hosted and "gpu7" not in json.dumps(events)
+
+
+# ------------------------------ T138b: the draft's title beside a guard event
+
+
+def _title(capsys: pytest.CaptureFixture[str], capture: Path) -> str:
+    """The draft issue's title ``summary`` writes of ``capture``."""
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code in (0, 1), err
+    return next(line for line in out.splitlines() if line.startswith("**Title**"))
+
+
+def test_the_draft_title_says_what_a_guard_event_claims_beside_the_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture whose events hold the guard's ``guard_violation`` naming ``prev_positions``
+    = 9 out of range, which its (clean) records do not show, was drafted "[Bug]: engine crash
+    with every captured index value in range" beside that event. The title says what the
+    records show and what the event claims (the one that raised first); of a capture whose
+    only guard event is a ``guard_passed_on`` (no crash), the same; a forged event's fields
+    are said as it claims them, each cut to 80 characters."""
+    capture = _guarded(tmp_path)
+    assert _title(capsys, capture) == (
+        "**Title**: [Bug]: engine crash with no captured index value out of range, though its "
+        "guard_violation event names prev_positions = 9 out of range at batch_change")
+    events = capture / "events-w0.jsonl"
+    passed = [line for line in events.read_text().splitlines()
+              if '"guard_violation"' not in line]
+    stop = {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 12}
+    events.write_text("\n".join([*passed, json.dumps(stop)]) + "\n")
+    assert _title(capsys, capture) == (
+        "**Title**: [Bug]: no crash, findings with no captured index value out of range, though "
+        "its guard_passed_on event names out.output_token_ids = 32000 out of range at "
+        "async_output")
+    forged = {"kind": "guard_passed_on", "step": 1, "value": "9" * 200, "site": ["x"]}
+    events.write_text(json.dumps(forged) + "\n" + json.dumps(stop) + "\n")
+    assert _title(capsys, capture) == (
+        "**Title**: [Bug]: no crash, findings with no captured index value out of range, though "
+        f"its guard_passed_on event names unknown = {'9' * 79}… out of range at ['x']")
