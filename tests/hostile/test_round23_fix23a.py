@@ -112,3 +112,35 @@ def test_the_draft_title_says_what_a_guard_event_claims_beside_the_records(
     assert _title(capsys, capture) == (
         "**Title**: [Bug]: no crash, findings with no captured index value out of range, though "
         f"its guard_passed_on event names unknown = {'9' * 79}… out of range at ['x']")
+
+
+# ------------------------------ T138c: the lines reporting a death, counted as lines
+
+
+def _died(worker: int, hour: int) -> str:
+    """vLLM's multiproc executor's line for worker ``worker``'s death at ``hour``."""
+    return (f"(EngineCore_DP0 pid=4242) ERROR 12-02 {hour:02d}:46:44 [multiproc_executor.py:381] "
+            f"Worker proc VllmWorker-{worker} died unexpectedly (exit code: -11)\n")
+
+
+def test_every_line_reporting_a_death_is_counted_as_lines(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Two ``Worker proc ... died unexpectedly`` lines and no crash before them: one
+    ``process_died`` event whose ``died`` held the second line alone (``count`` 1 of 2 lines).
+    Its own line is its ``died``'s first (``count`` 2), and ``inspect`` says the count is of
+    lines, not deaths (a second worker's death and a second report of one read alike)."""
+    from tests.hostile.test_round19_attack19b import import_log
+
+    step = ("(EngineCore_DP0 pid=4242) SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 "
+            "min=0 max=7 step=1\n")
+    said, capture, events = import_log(capsys, tmp_path, step + _died(0, 10) + _died(1, 11))
+    assert "1 events" in said
+    [event] = events
+    died = event["died"]
+    assert isinstance(died, dict)
+    assert (event["kind"], event["line"], died["line"], died["count"]) == (
+        "process_died", 2, 2, 2), event
+    assert [r["line"] for r in died["more"]] == [3]
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0, err
+    assert out.count("[2 lines report a death (lines, not deaths)]") == 1, out

@@ -1622,6 +1622,9 @@ TESTS = {
               "test_redact_keeps_the_guards_tensor_names_and_words_and_scrubs_hosts_and_paths"],
     "T138b": ["tests/hostile/test_round23_fix23a.py::"
               "test_the_draft_title_says_what_a_guard_event_claims_beside_the_records"],
+    "T138c": ["tests/hostile/test_round23_fix23a.py::"
+              "test_every_line_reporting_a_death_is_counted_as_lines",
+              "tests/hostile/test_round19_attack19b.py::test_the_reports_of_one_death_are_one_crash"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
