@@ -8,12 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+import test_round21_fix21a
 
 from forensics.probe.guard import bounds_error, passed_on_message
 from forensics.sites import Violation
 from tests.hostile.test_round2 import run_cli
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+#: round 21's far origin (a fixture): a sink finding 30 steps past its origin
+far_origin = test_round21_fix21a.far_origin
 
 
 def _guarded(tmp_path: Path, *extra: dict[str, object]) -> Path:
@@ -144,3 +147,61 @@ def test_every_line_reporting_a_death_is_counted_as_lines(
     code, out, err = run_cli(capsys, "inspect", capture)
     assert code == 0, err
     assert out.count("[2 lines report a death (lines, not deaths)]") == 1, out
+
+
+# ------------------------------ T138d: triage's rows name the known issues not judged
+
+
+def test_a_known_issue_a_piece_could_not_judge_is_named_in_every_output(
+        far_origin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Split triage past its key cap (T130a): the piece whose sink finding's origin was not
+    searched could not judge ``origin-none`` (an entry wanting origin ``none``), and the row
+    listed matched ids only: the entry was simply absent. The row names it (``known`` keeps
+    its type: the ids matched), in the text, Markdown and HTML tables, JSON, CSV and Parquet."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    import forensics.fleet.carry as carry
+    import forensics.fleet.origins as origins
+    from forensics.fleet.output import render, write_html, write_table
+    from forensics.fleet.signature import group_rows
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import Triage, rows_of
+    from tests.hostile.test_round22_fix22a import _none_catalogue, _serial
+
+    _none_catalogue(monkeypatch, tmp_path)
+    monkeypatch.setattr(carry, "MAX_KEYS", 0)
+    monkeypatch.setattr(origins, "MAX_KEYS", 0)
+    tasks = plan([far_origin], 1_000)
+    rows = rows_of(tasks, _serial(tasks), _serial)
+    assert (rows[0]["known"], rows[0]["known_not_judged"]) == ([], ["origin-none"])
+    result = Triage(rows, group_rows(rows))
+    said = "known issues not judged: origin-none"
+    for fmt in ("text", "markdown"):
+        assert said in render(result, fmt), fmt
+    row = json.loads(render(result, "json"))["rows"][0]
+    assert (row["known"], row["known_not_judged"]) == ([], ["origin-none"])
+    [line] = csv.DictReader(write_table(result, tmp_path / "t.csv").open())
+    assert (line["known"], line["known_not_judged"]) == ("", "origin-none")
+    table = pq.read_table(write_table(result, tmp_path / "t.parquet"))
+    assert str(table.schema.field("known").type) == "string"
+    assert table.column("known_not_judged").to_pylist() == ["origin-none"]
+    index = write_html(result, tmp_path / "html", report=lambda capture, out: None)
+    assert said in index.read_text()
+
+
+def test_pieces_whose_origins_were_all_searched_name_none_not_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same entry, judged by pieces whose origins were searched everywhere (no cap
+    reached): it does not match, and it is not said to be not judged."""
+    from forensics.fleet.tasks import plan
+    from forensics.fleet.triage import rows_of
+    from forensics.simulator.runs import simulate
+    from tests.hostile.test_round22_fix22a import _none_catalogue, _serial
+
+    _none_catalogue(monkeypatch, tmp_path)
+    capture = Path(str(simulate("placeholder-leak", steps=60, out=tmp_path / "l.capture")))
+    tasks = plan([capture], 100)
+    [row] = rows_of(tasks, _serial(tasks), _serial)
+    assert (row["known"], row["known_not_judged"]) == ([], [])
