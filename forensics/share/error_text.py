@@ -97,8 +97,10 @@ def _dotted_part(match: re.Match[str]) -> str:
     word = match[0]
     if word.split(".")[0] in MODULE_ROOTS or word.lower().endswith(SOURCE_SUFFIXES):
         return word
-    if word in tensor_names():  # a site's tensor, as the probe's guard names it
-        return word
+    first = word.split(".")[0]
+    if word in tensor_names() or ("_" in first and first in tensor_names()):
+        return word  # a site's tensor (``out.input_ids``, ``prev_positions.clamp``): a host
+        # name holds no ``_``
     if word[0].isupper() or word.split(".")[-1][:1].isupper():  # Class.attr, module.Class
         return word
     return "<host>"

@@ -51,13 +51,15 @@ def test_redact_keeps_the_guards_tensor_names_and_words_and_scrubs_hosts_and_pat
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The probe's guard message named its tensor ``out.output_token_ids``, which ``redact``
     read as a dotted host name (``<host>``), and its own words ``forensics``, ``goes`` and
-    ``reaches`` became ``<text>``; the event's ``tensor`` field was dropped. They are the
+    ``reaches`` became ``<text>`` (``prev_positions.clamp`` ``<host>``); the event's ``tensor``
+    field was dropped. They are the
     toolkit's words and the sites' tensor names: kept, while the capture's path and a host in
     the same message are still scrubbed."""
     host = {"kind": "guard_violation", "process": "w0", "rank": 0, "step": 9,
             "site": "embedding", "tensor": "gpu7.corp.example",
             "message": "forensics guard on gpu7.corp.example wrote out.input_ids value -1 "
-                       "(alice.private.lan:29500)"}
+                       "(alice.private.lan:29500) at prev_positions.clamp(min=0) on "
+                       "positions.corp.example"}
     capture = _guarded(tmp_path, host)
     shared = tmp_path / "shared.capture"
     code, out, err = run_cli(capsys, "redact", capture, "-o", shared)
@@ -75,7 +77,7 @@ def test_redact_keeps_the_guards_tensor_names_and_words_and_scrubs_hosts_and_pat
     assert (passed["tensor"], raised["tensor"]) == ("out.output_token_ids", "prev_positions")
     assert str(tmp_path) not in json.dumps(events)
     assert hosted["message"] == ("forensics guard on <host> wrote out.input_ids value -1 "
-                                 "(<host>:29500)"), hosted
+                                 "(<host>:29500) at prev_positions.clamp(min=0) on <host>"), hosted
     assert "tensor" not in hosted and "gpu7" not in json.dumps(events)
 
 
