@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from forensics.escaping import json_text, terminal
+from forensics.importers.tracebacks import death_lines
 from forensics.store.events import as_said
 
 EXAMPLE = """example:
@@ -83,8 +84,10 @@ def render(summary: dict[str, Any]) -> str:
     events = summary["events"]
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
+        deaths = death_lines(event)
         lines.append(f"  {event_origin(event):<34} {terminal(event.get('kind', '?')):<22} "
-                     f"{terminal(event.get('message') or event.get('detail') or '')}")
+                     f"{terminal(event.get('message') or event.get('detail') or '')}"
+                     + (f" [{deaths}]" if deaths else ""))
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
     if summary.get("kernel_launches"):

@@ -27,8 +27,8 @@ TABLE_SUFFIXES = (".parquet", ".csv")
 #: the columns of a triage table (Parquet, CSV), in order
 COLUMNS = ("capture", "name", "host", "pid", "ranks", "engine_id", "vllm", "runner",
            "spec_method", "async_scheduling", "steps", "records", "crash_events",
-           "guard_events", "verdicts", "first_finding", "findings", "known", "divergence",
-           "conclusion", "group", "error", "refused", "not_judged", "contested")
+           "guard_events", "verdicts", "first_finding", "findings", "known", "known_not_judged",
+           "divergence", "conclusion", "group", "error", "refused", "not_judged", "contested")
 
 
 def flat_rows(result: Triage) -> list[dict[str, Any]]:
@@ -47,6 +47,7 @@ def flat_rows(result: Triage) -> list[dict[str, Any]]:
         flat["verdicts"] = verdicts_text(row.get("verdicts") or {})
         flat["first_finding"] = describe_finding(row["first"]) if row.get("first") else ""
         flat["known"] = ", ".join(row.get("known") or [])
+        flat["known_not_judged"] = ", ".join(row.get("known_not_judged") or [])
         flat["divergence"] = divergence_text(row["divergence"]) if row.get("divergence") else ""
         flat["group"] = titles[id(row)]
         out.append(flat)
@@ -102,8 +103,8 @@ def paths_apart(row: dict[str, Any]) -> dict[str, Any]:
 #: line): escaped as inert text (:func:`forensics.escaping.inert`), their escapes not doubled;
 #: every other column's text is a value (escaped so no two print alike)
 MESSAGE_COLUMNS = frozenset({"shows", "error", "first_finding", "divergence", "conclusion",
-                             "group", "verdicts", "known", "refused", "not_judged",
-                             "contested"})
+                             "group", "verdicts", "known", "known_not_judged", "refused",
+                             "not_judged", "contested"})
 #: the columns of a group's table in text, Markdown and HTML: (flat row key, header)
 TABLE = (("name", "capture"), ("host", "host"), ("pid", "pid"), ("ranks", "ranks"),
          ("vllm", "vLLM"), ("runner", "runner"), ("shows", "what it shows"))
@@ -173,6 +174,8 @@ def _shows(row: dict[str, Any]) -> str:
     shown = "; ".join(details) if details else row["conclusion"]
     if row.get("not_judged"):
         shown += f"; not judged: {row['not_judged']}"
+    if row.get("known_not_judged"):
+        shown += f"; known issues not judged: {row['known_not_judged']}"
     return f"{shown}; {row['refused']}" if row.get("refused") else shown
 
 

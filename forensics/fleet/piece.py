@@ -35,8 +35,8 @@ ONLY_NOT_KNOWN = "holds only records of sites this install does not know"
 PIECE_COLUMNS = ("capture", "name", "start", "stop", "error", "host", "pid", "ranks",
                  "engine_id", "vllm", "runner", "spec_method", "async_scheduling", "steps",
                  "records", "crash_events", "guard_events", "crashed", "scenario", "verdicts",
-                 "first_finding", "findings", "known", "started", "history", "refused",
-                 "not_judged", "held", "origin_wanted", "origin_candidates",
+                 "first_finding", "findings", "known", "known_not_judged", "started", "history",
+                 "refused", "not_judged", "held", "origin_wanted", "origin_candidates",
                  "known_unsearched")
 
 
@@ -138,14 +138,16 @@ def _replayed(path: str, start: int | None, stop: int | None, window: Window | N
         facts["records"] = len(capture.records(steps=range(start, stop or start)))
         facts["origin_wanted"] = wanted(found, start)
         facts["origin_candidates"] = candidates(result, start, stop or start)
-        # known issues again with a null origin unknown: the row's if a search was cut
+        # known issues again with a null origin unknown: the row's if a search was cut (JSON
+        # of the ids matched and those not judged)
         looked = json.loads(facts["origin_wanted"])
         facts["known_unsearched"] = json.dumps(match_known(result, capture, True)) \
             if looked["keys"] or looked["cut"] else None
-    known = json.dumps(match_known(result, capture))
+    known, unjudged = match_known(result, capture)
     return {**facts, "verdicts": json.dumps(verdicts, sort_keys=True),
             "first_finding": json.dumps(first_of(found)),
-            "findings": int((found["variant"] == BASELINE).sum()), "known": known,
+            "findings": int((found["variant"] == BASELINE).sum()), "known": json.dumps(known),
+            "known_not_judged": json.dumps(unjudged),
             "held": check_held(capture, path, planned, "when its step ranges were cut").text()}
 
 

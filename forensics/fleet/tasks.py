@@ -100,7 +100,10 @@ def merge_pieces(pieces: list[dict[str, Any]]) -> dict[str, Any]:
                                  sort_keys=True)
     firsts = [p["first_finding"] for p in pieces if json.loads(p["first_finding"]) is not None]
     row["first_finding"] = firsts[0] if firsts else "null"
-    row["known"] = json.dumps(sorted({k for p in pieces for k in json.loads(p["known"])}))
+    known = {k for p in pieces for k in json.loads(p["known"])}
+    row["known"] = json.dumps(sorted(known))  # one piece's match is the capture's
+    row["known_not_judged"] = json.dumps(sorted(
+        {k for p in pieces for k in json.loads(p.get("known_not_judged") or "[]")} - known))
     return row
 
 

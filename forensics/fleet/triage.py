@@ -111,7 +111,8 @@ def merged(tasks: Sequence[Task], pieces: Pieces,
             step = (unsearched or {}).get(index)
             piece["first_finding"] = noted(piece.get("first_finding"), step)
             if step is not None and piece.get("known_unsearched"):  # origin unknown, not none
-                piece["known"] = piece["known_unsearched"]
+                known, unjudged = json.loads(piece["known_unsearched"])
+                piece["known"], piece["known_not_judged"] = json.dumps(known), json.dumps(unjudged)
             by_capture.setdefault(piece["capture"], []).append(piece)
     rows = [_parsed(merge_pieces(by_capture[key])) for key in sorted(by_capture)]
     _stitch(rows)
@@ -143,6 +144,7 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
     for carried in ("origin_wanted", "origin_candidates", "known_unsearched"):  # pieces' only
         row.pop(carried, None)
     row["known"] = json.loads(row["known"]) if row.get("known") else []
+    row["known_not_judged"] = json.loads(row.get("known_not_judged") or "[]")
     row.setdefault("findings", None)
     row["divergence"] = None
     row["contested"] = None

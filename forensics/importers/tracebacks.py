@@ -200,13 +200,15 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
     the first as its ``line`` and ``message``; each later one counted in its ``count`` (every
     report) and, up to :data:`MORE_REPORTS`, listed in its ``more`` (line and message), so that
     a second report (another worker's death an hour later) is not lost; ``cut``: why the line
-    was read only in part (kept with it). An ``engine_dead`` event is its death's first
-    report itself: its own line is its ``engine_dead``'s first, so that ``count`` counts every
-    report (a crash's reports are all after it)."""
+    was read only in part (kept with it). An ``engine_dead`` or ``process_died`` event is a
+    report of a death itself: its own line is its ``engine_dead``'s or ``died``'s first, so
+    that ``count`` counts every line reporting a death (a crash's reports are all after it).
+    It counts lines, not deaths: another process's death and a second report of the same one
+    read alike."""
     said: dict[str, Any] = {"line": number, "message": text.strip()[:TEXT]}
     if cut:
         said["cut"] = cut
-    if crash.get("kind") == key == "engine_dead" and key not in crash:
+    if REPORTS.get(str(crash.get("kind"))) == key and key not in crash:
         crash[key] = {k: crash[k] for k in ("line", "message", "cut") if k in crash}
     first = crash.get(key)
     if first is None:
@@ -216,6 +218,21 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
     more = first.setdefault("more", [])
     if len(more) < MORE_REPORTS:
         more.append(said)
+
+
+def death_lines(event: dict[str, Any]) -> str:
+    """``"2 lines report a death (lines, not deaths)"`` for an event holding reports of a death
+    (:data:`REPORTS`: their ``count``, 1 when it has none); ``""`` for one holding none."""
+    lines = 0
+    for key in set(REPORTS.values()):
+        said = event.get(key)
+        if isinstance(said, dict):
+            count = said.get("count", 1)
+            lines += count if type(count) is int and count > 0 else 1
+    if not lines:
+        return ""
+    return f"{lines} line{'s' if lines > 1 else ''} report{'' if lines > 1 else 's'} a death " \
+        "(lines, not deaths)"
 
 
 def _say_cut(event: dict[str, Any]) -> None:

@@ -104,6 +104,28 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{head}: {message}" if message else head
 
 
+def guard_claim(capture: Any) -> str:
+    """What the capture's first guard event claims (by step; a ``guard_violation``, the guard
+    that raised, before a ``guard_passed_on``), as its own words: ``"its guard_violation event
+    names prev_positions = 9 out of range at batch_change"``; ``""`` when it holds none. A
+    capture is data: the event is the probe's claim, not a finding."""
+    from forensics.known.evidence import GUARD_EVENT_KINDS, in_step_order
+
+    events = [e for e in getattr(capture, "events", None) or []
+              if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]
+    if not events:
+        return ""
+    first = sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation")[0]
+    tensor, value, site = (_claimed(first.get(key)) for key in ("tensor", "value", "site"))
+    return f"its {first['kind']} event names {tensor} = {value} out of range at {site}"
+
+
+def _claimed(value: Any) -> str:
+    """An event's field as it claims it, at most 80 characters (``unknown`` when absent)."""
+    text = "unknown" if value is None else str(value)
+    return text if len(text) <= 80 else f"{text[:79]}…"
+
+
 def stopped_after(summary: dict[str, Any]) -> int | str | None:
     """The last step a process reached that stopped without the probe's stop (a process
     with a ``probe_start`` event and no ``probe_stop``: killed or crashed): the latest step of

@@ -41,6 +41,7 @@ from forensics.judge.wrong_tokens import silent_inputs_of
 from forensics.present.capture_facts import (
     capture_facts,
     facts_sentence,
+    guard_claim,
     stopped_sentence,
     version_sentence,
 )
@@ -132,6 +133,9 @@ class Conclusion:
     #: the capture's files whose last batch or line was cut short, not read (its
     #: ``truncated``)
     cut_files: list[str] = field(default_factory=list)
+    #: what the capture's first guard event claims (:func:`~forensics.present.capture_facts.
+    #: guard_claim`), or ""
+    guard_claim: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field, plus ``text`` (the paragraph)."""
@@ -307,7 +311,8 @@ def conclude(result: ReplayResult) -> Conclusion:
         not_known=dict(getattr(result.capture, "unknown_sites", None) or {}),
         no_records=no_records_sentence(result.capture, len(result.records)),
         cut=cut_sentence(result),
-        cut_files=list(getattr(result.capture, "truncated", None) or []))
+        cut_files=list(getattr(result.capture, "truncated", None) or []),
+        guard_claim=guard_claim(result.capture))
 
 
 def cut_sentence(result: ReplayResult) -> str:

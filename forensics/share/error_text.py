@@ -5,12 +5,13 @@ identifies a machine, a person or a request goes. Two passes, each linear in the
 
 1. patterns take out what has a shape: URLs, e-mail and IP addresses, paths (a source file
    keeps its base name and line, as ``Indexing.cu:1515``), users' homes, ``pid=N``-style keyed
-   ids, UUIDs, pointers, request ids, ``host:port`` and dotted host names;
+   ids, UUIDs, pointers, request ids, ``host:port`` and dotted host names (a site's tensor,
+   ``out.output_token_ids``, as the probe's guard names it, is no host);
 2. every word left is kept only when it is a number or made of words of vLLM's, torch's and
    CUDA's own error text (the closed vocabulary ``error_words.txt``, written by
-   ``scripts/error_words.py``): a user's name, a host without a domain (``gpu-node-17``), an
-   API token or a prompt's words become ``<text>``. This is an allow-list: a word we do not
-   know goes, whatever it is.
+   ``scripts/error_words.py``), or of the probe's own guard messages: a user's name, a host
+   without a domain (``gpu-node-17``), an API token or a prompt's words become ``<text>``.
+   This is an allow-list: a word we do not know goes, whatever it is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import functools
 import re
 from importlib import resources
+
+from forensics.share.shareable import tensor_names
 
 #: event fields holding error text from vLLM, torch or CUDA (the assert condition, the
 #: exception line, the kernel source position): kept through :func:`public_error_text`
@@ -94,6 +97,10 @@ def _dotted_part(match: re.Match[str]) -> str:
     word = match[0]
     if word.split(".")[0] in MODULE_ROOTS or word.lower().endswith(SOURCE_SUFFIXES):
         return word
+    first = word.split(".")[0]
+    if word in tensor_names() or ("_" in first and first in tensor_names()):
+        return word  # a site's tensor (``out.input_ids``, ``prev_positions.clamp``): a host
+        # name holds no ``_``
     if word[0].isupper() or word.split(".")[-1][:1].isupper():  # Class.attr, module.Class
         return word
     return "<host>"
@@ -119,7 +126,7 @@ def known_word(word: str) -> bool:
         return True
     if "-" in word and any(p.isdigit() for p in parts) or _looks_random(word):
         return False
-    words = error_words()
+    words = kept_words()
     if word.lower() in words:
         return True
     return all(p.isdigit() or p[0] in "_-" or len(p) == 1 or p.lower() in words
@@ -133,6 +140,26 @@ def _looks_random(word: str) -> bool:
     changes = sum(1 for a, b in zip(word, word[1:], strict=False)
                   if a.isdigit() != b.isdigit() or (a.islower() and b.isupper()))
     return changes >= _RANDOM_CHANGES
+
+
+@functools.cache
+def kept_words() -> frozenset[str]:
+    """The words a public error text keeps: :func:`error_words` and :func:`guard_words`."""
+    return error_words() | guard_words()
+
+
+@functools.cache
+def guard_words() -> frozenset[str]:
+    """The lower-case words of the probe's own guard messages (:mod:`forensics.probe.guard`:
+    ``forensics``, ``goes``, ``reaches``), in each of their forms, their values left out."""
+    from forensics.probe.guard import bounds_error, passed_on_message
+    from forensics.sites import Violation
+
+    blank = Violation("", None, "", 0, 0, 0)
+    texts = [text for capture, kept in ((None, True), ("0", True), ("0", False))
+             for text in (str(bounds_error(blank, 0, 0, capture, kept)),
+                          passed_on_message(blank, 0, 0, capture, kept))]
+    return frozenset(word.lower() for text in texts for word in re.findall(r"[A-Za-z]+", text))
 
 
 @functools.cache

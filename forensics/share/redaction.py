@@ -74,7 +74,13 @@ from forensics.share.error_text import (
     public_error_text,
 )
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
-from forensics.share.shareable import REQUEST_FIELDS, id_keys, shareable_key, shareable_value
+from forensics.share.shareable import (
+    REQUEST_FIELDS,
+    id_keys,
+    shareable_key,
+    shareable_tensor,
+    shareable_value,
+)
 from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
@@ -554,7 +560,10 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
 def _shareable(key: str, value: Any) -> bool:
     """Whether ``value`` (under ``key``) holds only public values: finite numbers (not process
     ids), booleans, and strings of a closed vocabulary
-    (:func:`forensics.share.shareable.shareable_value`)."""
+    (:func:`forensics.share.shareable.shareable_value`); under ``tensor``, a tensor a site's
+    guard names (:func:`~forensics.share.shareable.shareable_tensor`)."""
+    if key == "tensor" and shareable_tensor(value):
+        return True
     if value is None or isinstance(value, bool):
         return True
     if isinstance(value, float) and not math.isfinite(value):

@@ -101,6 +101,29 @@ def id_keys() -> frozenset[str]:
                       *REQUEST_FIELDS, *(f"{name}_after" for name in REQUEST_FIELDS)))
 
 
+@functools.cache
+def tensor_names() -> frozenset[str]:
+    """The tensor names a site's guard may name (:class:`forensics.sites.Violation`): its
+    field names, and ``out.NAME`` for each of its output fields (``out.output_token_ids``)."""
+    from forensics.sites import REGISTRY
+
+    outputs = {f"out.{name}" for site in REGISTRY.values()
+               for name in (str(getattr(spec, "name", spec))
+                            for spec in getattr(site, "output_fields", None) or ())}
+    return frozenset({*(name for site in REGISTRY.values() for name in site_field_names(site)),
+                      *outputs})
+
+
+def shareable_tensor(value: object) -> bool:
+    """Whether ``value`` is a tensor a site's guard names (:func:`tensor_names`), with the
+    element the probe's id check adds (``input_ids[5]``): none of it is private."""
+    found = _TENSOR.fullmatch(value) if isinstance(value, str) else None
+    return found is not None and found["name"] in tensor_names()
+
+
+_TENSOR = re.compile(r"(?P<name>[\w.]{1,100})(?:\[\d{1,20}\])?")
+
+
 def site_field_names(site: object) -> list[str]:
     """The field names a site declares (its ``fields``: FieldSpecs or names)."""
     return [str(getattr(spec, "name", spec)) for spec in getattr(site, "fields", None) or ()]

@@ -90,7 +90,9 @@ def test_the_reports_of_one_death_are_one_crash(capsys: pytest.CaptureFixture[st
     [event] = events
     assert event["kind"] == "process_died" and event["line"] == 2
     assert event["engine_dead"]["line"] == 6  # type: ignore[index]
-    assert event["died"]["line"] == 7  # type: ignore[index]
+    # its own line is its died's first (T138c), the API server's report its next
+    assert event["died"]["line"] == 2  # type: ignore[index]
+    assert [r["line"] for r in event["died"]["more"]] == [7]  # type: ignore[index]
 
 
 def test_a_death_after_a_cuda_error_is_that_errors(capsys: pytest.CaptureFixture[str],
@@ -300,7 +302,8 @@ def test_a_fatal_python_error_is_a_crash_and_its_report_joins_it(
     assert [(e["kind"], e["line"]) for e in events] == [("process_died", 2)]
     _, events = _events(capsys, tmp_path, PROBE + SEGFAULT + WORKER_DIED)
     [event] = events
-    assert event["line"] == 2 and event["died"]["line"] == 6  # type: ignore[index]
+    assert event["line"] == 2 and event["died"]["line"] == 2  # type: ignore[index]
+    assert [r["line"] for r in event["died"]["more"]] == [6]  # type: ignore[index]
 
 
 # ------------------------------ T110g: the findings counted are the findings listed
