@@ -78,8 +78,9 @@ def nearest(steps: set[int], task: Task) -> tuple[tuple[int, ...], int | None]:
 
 def most_origins(task: Task) -> int:
     """The most origin steps the piece ``task`` replays again: as many as its own steps
-    (:data:`LOOKBACK` at least), so a rerun replays about twice its piece at most."""
-    return max(LOOKBACK, (task.stop or 0) - (task.start or 0))
+    (:data:`LOOKBACK` at least), so a rerun replays about twice its piece at most: the steps
+    that hold records where the plan counted them, else the width of its range."""
+    return max(LOOKBACK, task.steps or (task.stop or 0) - (task.start or 0))
 
 
 def noted(first: str | None, step: int | None) -> str | None:

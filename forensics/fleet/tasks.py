@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from forensics.fleet.piece import Held, Window, changed, window_in
 
@@ -29,7 +30,8 @@ class Task:
     ``planned``: for a step range, what its capture held when the ranges were cut (its files,
     records, first and last step: :class:`~forensics.fleet.piece.Held`), which its piece
     checks; ``origins``: earlier steps to replay too, where origins of its sink findings lie
-    (a piece given again by :func:`forensics.fleet.carry.reruns`)."""
+    (a piece given again by :func:`forensics.fleet.carry.reruns`); ``steps``: for a step
+    range, how many steps in it hold records (0: not counted)."""
 
     path: str
     start: int | None = None
@@ -37,34 +39,53 @@ class Task:
     window: Window | None = None
     planned: Held | None = None
     origins: tuple[int, ...] = ()
+    steps: int = 0
 
 
 def plan(paths: Sequence[Path], split_records: int = SPLIT_RECORDS) -> list[Task]:
     """One task per capture; a capture of more than ``split_records`` records is cut into step
-    ranges of about that many (a capture that cannot be opened gets one task, which reports
-    the error). The race window of a capture cut so (:func:`forensics.judge.race.window_of`,
-    about 2 us a record) is worked out here, once, and each range's task carries its part:
-    every piece worked it out from the whole capture again."""
+    ranges of about that many records (a capture that cannot be opened or read gets one task,
+    which reports the error). The race window of a capture cut so
+    (:func:`forensics.judge.race.window_of`, about 2 us a record) is worked out here, once,
+    and each range's task carries its part: every piece worked it out from the whole capture
+    again."""
     from forensics.store.reader import load
 
     tasks: list[Task] = []
     for path in paths:
         try:
             capture = load(path, mapped=False)  # read, not mapped: a cut file is no SIGBUS
-            total, span = len(capture), capture.summary()["steps"]
+            total = len(capture)
+            counts = capture.step_counts() if total > split_records else None
         except Exception:  # noqa: BLE001  (its task replays it and reports the error)
-            total, span = 0, None
-        if span is None or total <= split_records:
+            counts = None
+        if counts is None or not len(counts[0]):
             tasks.append(Task(str(path)))
             continue
-        first, last = span
-        width = max(1, math.ceil((last - first + 1) / math.ceil(total / split_records)))
         held, window = Held.of(capture), _window(capture)
-        for lo in range(first, last + 1, width):
-            hi = min(lo + width, last + 1)
+        for lo, hi, steps in ranges(counts, split_records):
             tasks.append(Task(str(path), lo, hi,
-                              None if window is None else window_in(window, lo, hi), held))
+                              None if window is None else window_in(window, lo, hi), held,
+                              steps=steps))
     return tasks
+
+
+def ranges(step_counts: tuple[np.ndarray, np.ndarray], split_records: int
+           ) -> list[tuple[int, int, int]]:
+    """``[(start, stop, steps)]``: step ranges that cover the steps ``step_counts`` holds
+    (distinct steps ascending, and the records of each), each of about ``split_records``
+    records (a step is never cut: the range its first record falls in holds it whole), and
+    the number of steps in each. Cut by records, not by step width: one step far from the rest
+    (10**15 beside 0..19,999) made one range of every record and many of none."""
+    steps, counts = step_counts
+    if not len(steps):
+        return []
+    before = np.cumsum(counts) - counts  # the records of the steps before each
+    piece = before // split_records
+    starts = np.flatnonzero(np.r_[True, piece[1:] != piece[:-1]])
+    bounds = [*(int(steps[i]) for i in starts), int(steps[-1]) + 1]
+    sizes = np.diff(np.r_[starts, len(steps)])
+    return [(bounds[i], bounds[i + 1], int(sizes[i])) for i in range(len(starts))]
 
 
 def _window(capture: Any) -> frozenset[tuple[int, int]] | None:

@@ -142,6 +142,11 @@ class Capture:
         """Distinct steps that have records, ascending."""
         return [int(s) for s in np.unique(self._locate()["step"])]
 
+    def step_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct steps that have records, ascending, and how many records each has."""
+        steps, counts = np.unique(self._locate()["step"], return_counts=True)
+        return steps, counts
+
     def records(self, site: str | None = None, steps: int | Iterable[int] | None = None,
                 rank: int | None = None) -> RecordList:
         """Records in pipeline order, optionally of one site, some steps and one rank.

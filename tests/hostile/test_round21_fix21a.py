@@ -44,7 +44,10 @@ from forensics.store.reader import load
 from forensics.store.writer import write_capture
 
 #: the sink step whose records (but its origin's) move, and how far
-SINK_STEP, SHIFT = 182, 30
+SINK_STEP, SHIFT = 251, 30
+#: the records of a piece: the first piece ends with the origin's record (its 1,001st), the
+#: second starts with the sink's (the plan cuts by records, never inside a step: T143a)
+SPLIT = 1_001
 COLUMNS = ["variant", "site", "step", "rank", "row", "element", "value", "origin", "resolved"]
 
 
@@ -52,8 +55,8 @@ COLUMNS = ["variant", "site", "step", "rank", "row", "element", "value", "origin
 def far_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A placeholder-leak capture of 600 steps whose records from the sink finding of step
     ``SINK_STEP`` on (all but its origin's, of ``prepare_input_ids``) stand ``SHIFT`` steps
-    later: the origin lies ``SHIFT`` steps before its sink, a piece of 1,000 records starting
-    between them."""
+    later: the origin lies ``SHIFT`` steps before its sink, a piece of ``SPLIT`` records
+    starting between them."""
     root = tmp_path_factory.mktemp("origin")
     source = Path(str(simulate("placeholder-leak", steps=600, out=root / "leak.capture")))
     moved = [dataclasses.replace(r, step=r.step + SHIFT)
@@ -71,9 +74,9 @@ def _rows(found: Any) -> list[str]:
 
 
 def _pieces(capture: Path) -> tuple[list[Any], list[bytes]]:
-    """The planned tasks of ``capture`` (pieces of 1,000 records) and their results, replayed
+    """The planned tasks of ``capture`` (pieces of ``SPLIT`` records) and their results, replayed
     here, in this process."""
-    tasks = plan([capture], 1_000)
+    tasks = plan([capture], SPLIT)
     return tasks, [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
                    for t in tasks]
 

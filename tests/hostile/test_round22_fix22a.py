@@ -66,7 +66,7 @@ def test_a_split_piece_past_the_key_cap_reads_its_null_origin_as_unknown(
     _none_catalogue(monkeypatch, tmp_path)
     monkeypatch.setattr(carry, "MAX_KEYS", 0)
     monkeypatch.setattr(origins, "MAX_KEYS", 0)
-    tasks = plan([far_origin], 1_000)
+    tasks = plan([far_origin], test_round21_fix21a.SPLIT)
     rows = rows_of(tasks, _serial(tasks), _serial)
     assert rows[0]["known"] == [] and "known_unsearched" not in rows[0]
 

@@ -175,7 +175,7 @@ def test_a_known_issue_a_piece_could_not_judge_is_named_in_every_output(
     _none_catalogue(monkeypatch, tmp_path)
     monkeypatch.setattr(carry, "MAX_KEYS", 0)
     monkeypatch.setattr(origins, "MAX_KEYS", 0)
-    tasks = plan([far_origin], 1_000)
+    tasks = plan([far_origin], test_round21_fix21a.SPLIT)
     rows = rows_of(tasks, _serial(tasks), _serial)
     assert (rows[0]["known"], rows[0]["known_not_judged"]) == ([], ["origin-none"])
     result = Triage(rows, group_rows(rows))
