@@ -47,3 +47,80 @@ def test_the_byte_order_of_appended_wide_text_is_named_or_said_unknown(
     assert f"mixed.log' line {line} looks like {named} (" in err, err
     assert err.strip().endswith(f"(iconv -f {iconv}") and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m.capture").exists()
+
+
+# ----------------------------- T139b: a launch's path is compiled or interpreter, nothing else
+
+
+def _refusal(change: dict[str, Any]) -> str:
+    """The one line ``check_launch`` refuses round 4's launch with ``change`` in."""
+    from test_round4_kernels import launch
+
+    from forensics.errors import CaptureFormatError
+    from forensics.kernels.format import check_launch
+
+    with pytest.raises(CaptureFormatError) as raised:
+        check_launch({**launch(), **change}, "capture 'k.capture' kernel_launch event 0")
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("path", ["rm -rf /", "", None, 1, "Compiled"])
+def test_a_launch_path_other_than_compiled_or_interpreter_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], path: Any) -> None:
+    """The format says a launch ran ``compiled`` or in the ``interpreter``; any text of at
+    most 300 characters was read. ``kernels`` refuses another in one line naming the file,
+    the field and the fix; both paths (and none: ``compiled``) are read."""
+    from test_round4_kernels import launch, write_capture
+
+    from forensics.cli import main
+    from forensics.kernels.format import check_launch
+
+    line = _refusal({"path": path})
+    assert line == ("capture 'k.capture' kernel_launch event 0: field 'path' must be "
+                    "'compiled' or 'interpreter' (how the launch ran); fix or delete the event "
+                    "line"), line
+    capture = write_capture(tmp_path / "k.capture", [{**launch(), "path": path}])
+    assert main(["kernels", str(capture)]) == 2
+    out, err = capsys.readouterr()
+    assert not out and "events-h-1.jsonl' line 1, kernel_launch event 0: field 'path'" in err
+    assert len(err.strip().splitlines()) == 1, err
+    for read in ("compiled", "interpreter"):
+        assert check_launch({**launch(), "path": read}, "k").path == read
+    event = launch()
+    del event["path"]
+    assert check_launch(event, "k").path == "compiled"
+
+
+# --------------------------- T139c: a bool where the contracts read an int parameter is refused
+
+
+@pytest.mark.parametrize(("part", "name", "value"), [
+    ("scalars", "max_num_reqs", True), ("scalars", "cp_rank", False),
+    ("constexprs", "CP_SIZE", True), ("constexprs", "CP_INTERLEAVE", True)])
+def test_a_bool_for_an_int_parameter_is_refused(part: str, name: str, value: bool) -> None:
+    """``"max_num_reqs": true`` was read (Python's bool is an int): the replay ran the kernel
+    with 1 and the contract held no slot to it, without a word. A bool where the contracts
+    read an int is refused in one line naming the field and the fix; an int there, and a bool
+    for another parameter, are read."""
+    from test_round4_kernels import launch
+
+    from forensics.kernels.format import check_launch
+
+    parts = {"scalars": {}, "constexprs": {}, part: {name: value}}
+    args = [*launch()["args"], name] if name != "max_num_reqs" else launch()["args"]
+    line = _refusal({**parts, "args": args})
+    assert line == (f"capture 'k.capture' kernel_launch event 0: field '{part}' holds {name!r} "
+                    f"as {str(value).lower()}, a bool: the kernel's parameter is an int; fix or "
+                    "delete the event line"), line
+    assert check_launch({**launch(), **parts, part: {name: 4}, "args": args}, "k")
+    assert check_launch({**launch(), "scalars": {"max_num_reqs": 4, "HAS_X": True},
+                         "args": [*launch()["args"], "HAS_X"]}, "k")
+
+
+def test_the_plain_int_helper_refuses_bools() -> None:
+    """One helper tells a capture's JSON integer from a bool (the kernel format's ints, the
+    contracts' bounds and rank)."""
+    from forensics.digits import plain_int
+
+    assert [plain_int(v) for v in (0, 2**70, -1, True, False, 1.0, "1", None)] == [
+        True, True, True, False, False, False, False, False]

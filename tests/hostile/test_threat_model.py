@@ -1620,6 +1620,10 @@ TESTS = {
               "test_redact_says_the_numbers_of_kept_event_text_are_not_permuted"],
     "T139a": ["tests/hostile/test_round23_fix23b.py::"
               "test_the_byte_order_of_appended_wide_text_is_named_or_said_unknown"],
+    "T139b": ["tests/hostile/test_round23_fix23b.py::"
+              "test_a_launch_path_other_than_compiled_or_interpreter_is_refused"],
+    "T139c": ["tests/hostile/test_round23_fix23b.py::test_a_bool_for_an_int_parameter_is_refused",
+              "tests/hostile/test_round23_fix23b.py::test_the_plain_int_helper_refuses_bools"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
