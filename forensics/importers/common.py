@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -41,6 +42,13 @@ MAX_JSON = 16 << 20
 def where_of(path: Any, index: int) -> str:
     """The source position used in messages: ``record I in 'FILE'``."""
     return f"record {index} in '{terminal(path)}'"
+
+
+def nothing_to_import(path: Path, held: str) -> CaptureFormatError:
+    """The one line of a tensor file holding no record, ``held`` saying what it holds: an empty
+    ``.pt`` list was imported as a capture of 0 records, exit 0."""
+    return CaptureFormatError(f"'{terminal(path)}' holds no record ({held}): nothing to import; "
+                              "save one record (its 'site', 'step' and the site's fields)")
 
 
 def record_from_dict(raw: Any, where: str) -> Record:

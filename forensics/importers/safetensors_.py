@@ -24,6 +24,7 @@ from forensics.importers.common import (
     check_containers,
     check_disjoint,
     check_keys,
+    nothing_to_import,
     record_from_dict,
     show,
     where_of,
@@ -63,6 +64,8 @@ def read(path: Path) -> Imported:
     meta = header.pop("__metadata__", {}) or {}
     if not isinstance(meta, dict):
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be an object of strings")
+    if not meta and not header:
+        raise nothing_to_import(path, "no tensor and no metadata")
     check_field_count(len(meta) + len(header), f"'{terminal(path)}'")
     check_disjoint(meta, header, path, "tensor")
     for key, text in meta.items():

@@ -124,3 +124,44 @@ def test_the_plain_int_helper_refuses_bools() -> None:
 
     assert [plain_int(v) for v in (0, 2**70, -1, True, False, 1.0, "1", None)] == [
         True, True, True, False, False, False, False, False]
+
+
+# ------------------------------- T139d: a tensor file holding no record is refused, not imported
+
+
+def _empty_files(folder: Path) -> list[tuple[Path, str]]:
+    """Tensor files of no record, each with what the refusal says it holds."""
+    import struct
+
+    import numpy as np
+    import torch
+
+    made = []
+    for name, value, held in (("list.pt", [], "an empty list"), ("tuple.pt", (), "an empty tuple"),
+                              ("dict.pt", {}, "an empty dict")):
+        torch.save(value, folder / name)
+        made.append((folder / name, held))
+    np.savez(folder / "none.npz")
+    made.append((folder / "none.npz", "no member"))
+    for name, header in (("none.safetensors", b"{}"),
+                         ("meta.safetensors", b'{"__metadata__": {}}')):
+        (folder / name).write_bytes(struct.pack("<Q", len(header)) + header)
+        made.append((folder / name, "no tensor and no metadata"))
+    return made
+
+
+def test_a_tensor_file_of_no_record_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``.pt`` of an empty list imported as "0 records (none), 0 events", exit 0; an empty
+    ``.npz`` or ``.safetensors`` said its record 0 had no ``site``. Each now says it holds no
+    record, nothing to import, in one line naming the file and the fix (exit 2)."""
+    from forensics.cli import main
+
+    for path, held in _empty_files(tmp_path):
+        out = tmp_path / f"{path.name}.capture"
+        assert main(["import", str(path), "-o", str(out)]) == 2, path
+        printed, err = capsys.readouterr()
+        assert not printed and not out.exists(), (path, printed)
+        assert err.strip() == (
+            f"forensics import: error: '{path}' holds no record ({held}): nothing to "
+            "import; save one record (its 'site', 'step' and the site's fields)"), err
