@@ -165,3 +165,46 @@ def test_a_tensor_file_of_no_record_is_refused_in_one_line(
         assert err.strip() == (
             f"forensics import: error: '{path}' holds no record ({held}): nothing to "
             "import; save one record (its 'site', 'step' and the site's fields)"), err
+
+
+# --------------------------- T139e: two threads inside owner_read_write leave the umask as found
+
+
+def test_two_threads_lifting_the_umask_leave_it_as_they_found_it() -> None:
+    """Thread A enters ``owner_read_write`` (umask ``0477`` lifted to ``0077``), thread B
+    enters, A leaves (it put back ``0477``), B leaves: B put back what it found, the lifted
+    ``0077``, and every file made later kept its owner's bits against the user's umask.
+    The threads share one lift now: the last to leave puts back ``0477``; one thread inside
+    twice too."""
+    from forensics.modes import owner_read_write
+
+    steps = [threading.Event() for _ in range(3)]
+
+    def first() -> None:
+        with owner_read_write():
+            steps[0].set()
+            steps[1].wait()
+        steps[2].set()
+
+    def second() -> None:
+        steps[0].wait()
+        with owner_read_write():
+            steps[1].set()
+            steps[2].wait()
+            inside.append(os.umask(0o077))
+            os.umask(inside[-1])
+
+    inside: list[int] = []
+    before = os.umask(0o477)
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with owner_read_write(), owner_read_write():
+            pass
+        after = os.umask(0o022)
+    finally:
+        os.umask(before)
+    assert inside == [0o077] and after == 0o477, ([oct(m) for m in inside], oct(after))

@@ -1626,6 +1626,8 @@ TESTS = {
               "tests/hostile/test_round23_fix23b.py::test_the_plain_int_helper_refuses_bools"],
     "T139d": ["tests/hostile/test_round23_fix23b.py::"
               "test_a_tensor_file_of_no_record_is_refused_in_one_line"],
+    "T139e": ["tests/hostile/test_round23_fix23b.py::"
+              "test_two_threads_lifting_the_umask_leave_it_as_they_found_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
