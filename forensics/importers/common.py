@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, UnknownSiteError
 from forensics.escaping import terminal
 from forensics.records import INT64_MAX, MAX_CONTAINERS, MAX_FIELD_KEYS, Record
@@ -252,7 +253,7 @@ def _int_meta(raw: dict[str, Any], key: str, where: str, default: int | None) ->
 def _check_ints(value: Any, where: str, depth: int = 0) -> None:
     """Raise CaptureFormatError for a Python int, or an unsigned array's element, outside
     int64 anywhere in ``value`` (lists and dicts of a field), before anything converts it."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if plain_int(value):
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise CaptureFormatError(f"{where} holds an integer outside int64 "
                                      f"({show(value)}); values are int64 at most")
@@ -271,7 +272,7 @@ def _check_ints(value: Any, where: str, depth: int = 0) -> None:
 def show(value: Any) -> str:
     """A short, safe text of a value read from a file, for a one-line message (a huge
     integer is not converted to decimal)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+    if plain_int(value) and value.bit_length() > 64:
         return f"an integer of {value.bit_length()} bits"
     text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else \
         f"a {type(value).__name__}"

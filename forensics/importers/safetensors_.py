@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
@@ -212,4 +213,4 @@ def _tensor(body: memoryview, name: str, info: Any, path: Path,
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return plain_int(value) and value >= 0
