@@ -127,7 +127,16 @@ def refuse_wide_line(path: Path, number: int, line: bytes, before: bytes | None 
 
 def _order_told(before: bytes | None) -> bool:
     """Whether a big-endian-looking line after ``before`` is big endian: the log's first
-    line, or one after a line of UTF-8 text (no NUL), starts a code unit; after an empty line
-    or one holding NULs, its first NULs may end a little-endian line feed (``\\n\\0``), the
-    ``\\n`` of which ended that line."""
-    return before is None or (before != b"" and 0 not in before)
+    line, or one after a line of UTF-8 text (no NUL, valid UTF-8), starts a code unit; after an
+    empty line, one holding NULs or one that is no UTF-8 (a little-endian line of CJK text),
+    its first NULs may end a little-endian line feed (``\\n\\0``), the ``\\n`` of which ended
+    that line."""
+    if before is None:
+        return True
+    if before == b"" or 0 in before:
+        return False
+    try:
+        before.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -28,6 +28,8 @@ DUMP = Path(__file__).parents[1] / "data" / "vllm_dump_some_placeholder.log"
      "UTF-16LE -t UTF-8, or -f UTF-16BE -t UTF-8)"),
     ("utf-32-le", "\n", 202, "UTF-32 text of unknown byte order",
      "UTF-32LE -t UTF-8, or -f UTF-32BE -t UTF-8)"),
+    ("utf-16-le", "\u4e2d\u6587\n", 202, "UTF-16 text of unknown byte order",
+     "UTF-16LE -t UTF-8, or -f UTF-16BE -t UTF-8)"),
 ])
 def test_the_byte_order_of_appended_wide_text_is_named_or_said_unknown(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str, lead: str,
@@ -36,7 +38,8 @@ def test_the_byte_order_of_appended_wide_text_is_named_or_said_unknown(
     it start with that line feed's NUL and read as big endian, and the refusal named it
     UTF-16BE (``iconv -f UTF-16BE`` makes garbage of it). After an empty line the byte order
     cannot be told (UTF-8's blank line then UTF-16BE is the same bytes): the line says so and
-    names both conversions; after UTF-8 text each order is named as before."""
+    names both conversions, as after a first wide line of CJK text alone (no NUL, and no
+    UTF-8); after UTF-8 text each order is named as before."""
     from forensics.cli import main
 
     log = tmp_path / "mixed.log"
