@@ -1,5 +1,6 @@
 """Integers written as text by a user or a capture: ASCII digits only; runs of integers
-(:func:`runs`), which a text writes as ranges.
+(:func:`runs`), which a text writes as ranges; a capture's JSON integer, never a bool
+(:func:`plain_int`).
 
 ``str.isdigit`` takes characters ``int()`` refuses (``'²'``) or reads as digits of another
 script (``'٣'``), and ``int()`` refuses thousands of digits; every such number is read here.
@@ -8,6 +9,7 @@ script (``'٣'``), and ``int()`` refuses thousands of digits; every such number 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeGuard
 
 
 def ascii_int(text: str, max_digits: int) -> int | None:
@@ -28,3 +30,9 @@ def runs(values: Iterable[int]) -> list[tuple[int, int]]:
         else:
             found.append([value, value])
     return [(a, b) for a, b in found]
+
+
+def plain_int(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is an int and not a bool (a JSON ``true`` is an int to Python: a
+    capture's ``"max_num_reqs": true`` once read as 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)

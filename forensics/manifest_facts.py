@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from forensics.digits import plain_int
 from forensics.versions import Release, release_of
 
 UNKNOWN = "unknown"
@@ -50,8 +51,7 @@ class Fact:
         if self.kind is bool:
             return isinstance(value, bool)
         if self.kind is int:
-            return (isinstance(value, int) and not isinstance(value, bool)
-                    and self.low <= value <= self.high)
+            return plain_int(value) and self.low <= value <= self.high
         if not isinstance(value, str) or len(value) > MAX_TEXT:
             return False
         return self.kind is str or value == UNKNOWN or release_of(value) is not None

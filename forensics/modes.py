@@ -10,6 +10,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 from collections.abc import Iterator
 
 from forensics.libc import libc_function
@@ -113,6 +114,12 @@ def current_umask() -> int:
     return mask
 
 
+#: guards :data:`_LIFTED`: the threads inside :func:`owner_read_write` and the umask before
+#: the first of them entered
+_LIFT_LOCK = threading.Lock()
+_LIFTED: list[int] = [0, 0]
+
+
 @contextlib.contextmanager
 def owner_read_write() -> Iterator[None]:
     """While inside, what this process makes keeps its owner's read and write whatever the
@@ -121,12 +128,26 @@ def owner_read_write() -> Iterator[None]:
     the pool's own processes could not open (each died, and each row blamed a signal). The
     umask is the process's: a file another thread makes meanwhile keeps its owner's read and
     write too, never more for others, and never less (it is read without setting ``077``:
-    :func:`current_umask`)."""
-    read = current_umask()
-    mask = os.umask(read & ~0o600)
-    if mask != read:  # another thread changed it since: lift the owner's bits of its own
-        os.umask(mask & ~0o600)
+    :func:`current_umask`). Threads inside at once (or one inside twice) share one lift: the
+    first lifts it, the last puts back what the first found (each putting back its own
+    left the umask lifted when the two ended in the order they began)."""
+    with _LIFT_LOCK:
+        if not _LIFTED[0]:
+            _LIFTED[1] = _lift()
+        _LIFTED[0] += 1
     try:
         yield
     finally:
-        os.umask(mask)
+        with _LIFT_LOCK:
+            _LIFTED[0] -= 1
+            if not _LIFTED[0]:
+                os.umask(_LIFTED[1])
+
+
+def _lift() -> int:
+    """Lift the umask's owner bits; the umask it replaced."""
+    read = current_umask()
+    mask = os.umask(read & ~0o600)
+    if mask != read:  # changed since it was read (outside this module): lift its own
+        os.umask(mask & ~0o600)
+    return mask

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError
 
 #: the prefix of a record's own column named like one of ours (``open_many``'s ``capture``,
@@ -167,7 +168,7 @@ def check_value(spec: FieldSpec, value: Any, where: str) -> Any:
         rows = [np.asarray(r).tolist() if isinstance(r, np.ndarray) else r for r in value] \
             if isinstance(value, (list, tuple)) else None
         ok = rows is not None and all(
-            isinstance(r, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+            isinstance(r, list) and all(plain_int(v) for v in r)
             for r in rows
         )
         _expect(ok, where, spec.name, "a list of lists of int", value)

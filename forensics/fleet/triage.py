@@ -91,12 +91,6 @@ def with_origins(tasks: Sequence[Task], pieces: Pieces,
     return out, unsearched
 
 
-def finish(tasks: Sequence[Task], results: Sequence[bytes],
-           unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
-    """Rows from the tasks' results (:func:`merged` of them :func:`decoded`)."""
-    return merged(tasks, decoded(tasks, results), unsearched)
-
-
 def merged(tasks: Sequence[Task], pieces: Pieces,
            unsearched: dict[int, int] | None = None) -> list[dict[str, Any]]:
     """Rows from the tasks' decoded ``pieces``: merged per capture, engines stitched, each

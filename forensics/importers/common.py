@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, UnknownSiteError
 from forensics.escaping import terminal
 from forensics.records import INT64_MAX, MAX_CONTAINERS, MAX_FIELD_KEYS, Record
@@ -41,6 +43,13 @@ MAX_JSON = 16 << 20
 def where_of(path: Any, index: int) -> str:
     """The source position used in messages: ``record I in 'FILE'``."""
     return f"record {index} in '{terminal(path)}'"
+
+
+def nothing_to_import(path: Path, held: str) -> CaptureFormatError:
+    """The one line of a tensor file holding no record, ``held`` saying what it holds: an empty
+    ``.pt`` list was imported as a capture of 0 records, exit 0."""
+    return CaptureFormatError(f"'{terminal(path)}' holds no record ({held}): nothing to import; "
+                              "save one record (its 'site', 'step' and the site's fields)")
 
 
 def record_from_dict(raw: Any, where: str) -> Record:
@@ -244,7 +253,7 @@ def _int_meta(raw: dict[str, Any], key: str, where: str, default: int | None) ->
 def _check_ints(value: Any, where: str, depth: int = 0) -> None:
     """Raise CaptureFormatError for a Python int, or an unsigned array's element, outside
     int64 anywhere in ``value`` (lists and dicts of a field), before anything converts it."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if plain_int(value):
         if not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise CaptureFormatError(f"{where} holds an integer outside int64 "
                                      f"({show(value)}); values are int64 at most")
@@ -263,7 +272,7 @@ def _check_ints(value: Any, where: str, depth: int = 0) -> None:
 def show(value: Any) -> str:
     """A short, safe text of a value read from a file, for a one-line message (a huge
     integer is not converted to decimal)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+    if plain_int(value) and value.bit_length() > 64:
         return f"an integer of {value.bit_length()} bits"
     text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else \
         f"a {type(value).__name__}"

@@ -138,14 +138,14 @@ def text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     byte-order mark (a log saved by PowerShell's ``>``) or without (:mod:`.wide`): read as
     UTF-8, none of its lines would match, and its crashes would be imported as none."""
     refuse_wide(path, read_prefix(path, "log", PREFIX_BYTES))
-    first = True
+    before, last = b"", 0  # the line before (empty lines are not given) and its number
     for number, line, _complete, cut in iter_lines(path, "log", max_line=MAX_LINE,
                                                    cr_ends=True):
-        if first:
-            first = False
-            if line.startswith(codecs.BOM_UTF8):
-                line = line[len(codecs.BOM_UTF8):]
-        refuse_wide_line(path, number, line)
+        if not last and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8):]
+        refuse_wide_line(path, number, line,
+                         None if number == 1 else before if number == last + 1 else b"")
+        before, last = line, number
         yield number, line.decode("utf-8", errors="replace"), cut
 
 

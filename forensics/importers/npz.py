@@ -27,6 +27,7 @@ from forensics.importers.common import (
     check_disjoint,
     check_keys,
     check_members,
+    nothing_to_import,
     open_archive,
     record_from_dict,
     show,
@@ -67,6 +68,8 @@ def read(path: Path) -> Imported:
     except Exception as exc:  # zipfile, zlib and numpy raise many types on corrupt input
         raise CaptureFormatError(f"'{terminal(path)}' is not a readable npz archive "
                                  f"({type(exc).__name__}: {reason(exc, 200)})") from None
+    if not arrays:
+        raise nothing_to_import(path, "no member")
     texts = _texts(arrays, path)
     raw: dict[str, Any] = {}
     meta = arrays.pop("__metadata__", None)

@@ -21,6 +21,7 @@ from forensics.importers import Imported
 from forensics.importers.common import (
     MAX_VALUES,
     check_members,
+    nothing_to_import,
     open_archive,
     read_member,
     record_from_dict,
@@ -50,6 +51,8 @@ def read(path: Path) -> Imported:
     if not isinstance(obj, (dict, list, tuple)):
         raise CaptureFormatError(f"'{terminal(path)}': expected a dict or a list of dicts, "
                                  f"got {type(obj).__name__}")
+    if not obj:
+        raise nothing_to_import(path, f"an empty {type(obj).__name__}")
     budget = _Budget(f"'{terminal(path)}'")
     for i, item in enumerate(items):
         if isinstance(item, dict):

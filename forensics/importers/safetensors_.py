@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.importers import Imported
@@ -24,6 +25,7 @@ from forensics.importers.common import (
     check_containers,
     check_disjoint,
     check_keys,
+    nothing_to_import,
     record_from_dict,
     show,
     where_of,
@@ -63,6 +65,8 @@ def read(path: Path) -> Imported:
     meta = header.pop("__metadata__", {}) or {}
     if not isinstance(meta, dict):
         raise CaptureFormatError(f"'{terminal(path)}': __metadata__ must be an object of strings")
+    if not meta and not header:
+        raise nothing_to_import(path, "no tensor and no metadata")
     check_field_count(len(meta) + len(header), f"'{terminal(path)}'")
     check_disjoint(meta, header, path, "tensor")
     for key, text in meta.items():
@@ -209,4 +213,4 @@ def _tensor(body: memoryview, name: str, info: Any, path: Path,
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return plain_int(value) and value >= 0

@@ -100,19 +100,43 @@ def refuse_wide(path: Path, prefix: bytes) -> None:
                              f"first (iconv -f {source} -t UTF-8)")
 
 
-def refuse_wide_line(path: Path, number: int, line: bytes) -> None:
+def refuse_wide_line(path: Path, number: int, line: bytes, before: bytes | None = None) -> None:
     """Raise CaptureFormatError naming the log ``path``, its line ``number`` and the encoding
     when that line (past the log's first bytes: UTF-16 or UTF-32 text appended to a UTF-8 log,
     as PowerShell's ``>>`` does) is wide text, read as it is (the first wide line starts
     where the UTF-8 text's line feed ended, its code units whole); a line without NULs, or a
-    hole of NULs, is read as before."""
+    hole of NULs, is read as before. ``before``: the line before it (None: it is the first;
+    ``b""``: empty lines came between).
+    A line after a little-endian line feed starts with that feed's NULs and reads as big
+    endian: its byte order is told only after UTF-8 text (:func:`_order_told`)."""
     if 0 not in line:
         return
     found = wide_encoding(line[:PREFIX_BYTES])
     if found is None:
         return
-    name = found[0]
-    raise CaptureFormatError(f"log '{terminal(path)}' line {number} looks like {name} text (a "
-                             "part of the log in another encoding, appended to it?); logs are "
-                             "read as UTF-8: convert that part first (iconv -f "
-                             f"{name[:-2] if found[1] is None else name} -t UTF-8)")
+    name, nuls = found
+    what, source = f"{name} text", name[:-2] if nuls is None else name
+    if nuls is not None and name.endswith("BE") and not _order_told(before):
+        what = f"{name[:-2]} text of unknown byte order (the line before may end in a " \
+               f"{name[:-2]}LE line feed)"
+        source = f"{name[:-2]}LE -t UTF-8, or -f {name}"
+    raise CaptureFormatError(f"log '{terminal(path)}' line {number} looks like {what} (a part "
+                             "of the log in another encoding, appended to it?); logs are read "
+                             f"as UTF-8: convert that part first (iconv -f {source} -t UTF-8)")
+
+
+def _order_told(before: bytes | None) -> bool:
+    """Whether a big-endian-looking line after ``before`` is big endian: the log's first
+    line, or one after a line of UTF-8 text (no NUL, valid UTF-8), starts a code unit; after an
+    empty line, one holding NULs or one that is no UTF-8 (a little-endian line of CJK text),
+    its first NULs may end a little-endian line feed (``\\n\\0``), the ``\\n`` of which ended
+    that line."""
+    if before is None:
+        return True
+    if before == b"" or 0 in before:
+        return False
+    try:
+        before.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

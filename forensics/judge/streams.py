@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.judge.continuity import (
     INT64,
     Continuity,
@@ -324,6 +325,6 @@ def _speculative(manifest: dict[str, Any], records_of: RecordsOf) -> bool:
     drafts = (manifest.get("model") or {}).get("num_speculative_tokens", "")
     if drafts is None:
         return False
-    if isinstance(drafts, int) and not isinstance(drafts, bool):
+    if plain_int(drafts):
         return drafts > 0
     return any(int(r.get("prev_num_spec_tokens") or 0) > 0 for r in records_of(v1_sites()[1]))

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.kernels.format import Launch, TensorArg, readable
 
 SLOT_INDEX = ("idx_mapping", "idx_mapping_ptr")
@@ -63,8 +64,7 @@ def _bound(value: Any) -> int | None:
     """``value`` when it is a bound an index can be held to (an int >= 1; not a bool, which
     is an int to Python), else None: the contract is not judged (a ``max_num_reqs`` of
     ``true`` or ``-5`` once judged every slot against ``[0, True)`` or ``[0, -5)``)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 \
-        else None
+    return value if plain_int(value) and value >= 1 else None
 
 
 def _finding(launch: Launch, arg: str, what: str, values: np.ndarray, bad: np.ndarray,
@@ -198,7 +198,7 @@ def _cp_blocks(launch: Launch, pos: np.ndarray, kept: np.ndarray,
     sharded = _values(launch.tensors["dcp_sharded"]) if "dcp_sharded" in launch.tensors \
         else None
     if cp is None or every is None or sharded is None or pos.dtype == np.uint64 or \
-            not isinstance(rank, int) or isinstance(rank, bool) or \
+            not plain_int(rank) or \
             any(g >= len(sharded) for g, _, _ in groups):
         return []
     kinds = {(size, bool(sharded[g])) for g, size, _ in groups}

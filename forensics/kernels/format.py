@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 
@@ -46,6 +47,11 @@ KIND = "kernel_launch"
 SUMMARY_KIND = "kernel_summary"
 FORMAT = 1
 CONTENTS = ("storage", "view", "none")
+#: the launch paths a probe records
+PATHS = ("compiled", "interpreter")
+#: the parameters the contracts read as ints, wherever a record holds them (scalars or
+#: constexprs): a bool there ran the kernel with 1 and held nothing to the bound
+INT_PARAMETERS = ("max_num_reqs", "cp_rank", "CP_SIZE", "CP_INTERLEAVE")
 #: the dtypes a record may name (numpy names; bfloat16 is carried as its bits, ``bfloat16``)
 DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
           "float16", "bfloat16", "float32", "float64")
@@ -162,7 +168,7 @@ def _fail(where: str, key: str, what: str) -> CaptureFormatError:
 
 
 def _int(value: Any, where: str, key: str, low: int = 0) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**63:
+    if not plain_int(value) or not low <= value < 2**63:
         raise _fail(where, key, f"must be an int >= {low}")
     return value
 
@@ -340,11 +346,12 @@ def check_launch(event: dict[str, Any], where: str, index: int = 0) -> Launch:
     scalars = _plain(event.get("scalars", {}), where, "scalars")
     _check_once(args, {"tensors": found, "constexprs": constexprs, "scalars": scalars,
                        "unrecorded": unrecorded}, where)
+    _check_int_parameters({"constexprs": constexprs, "scalars": scalars}, where)
     return Launch(
         module, name, _text(kernel.get("source_sha256", ""), where, "kernel.source_sha256"),
         _int(event.get("step"), where, "step"), _int(event.get("rank", 0), where, "rank"),
         _int(event.get("ordinal"), where, "ordinal"),
-        _text(event.get("path", "compiled"), where, "path"),
+        _path(event.get("path", "compiled"), where),
         _ints(event.get("grid"), where, "grid", most=3), list(args), constexprs, scalars,
         found, {str(k): v for k, v in unrecorded.items()}, index)
 
@@ -367,6 +374,24 @@ def _check_once(args: list[str], parts: dict[str, dict[str, Any]], where: str) -
                 raise _fail(where, part, f"holds {name!r}, which {owner[name]!r} holds too: a "
                                          "launch passes each parameter one value")
             owner[name] = part
+
+
+def _path(value: Any, where: str) -> str:
+    """``value`` when it is a launch path the probe records (:data:`PATHS`)."""
+    if value not in PATHS:
+        raise _fail(where, "path", f"must be {' or '.join(map(repr, PATHS))} (how the launch "
+                                   "ran)")
+    return str(value)
+
+
+def _check_int_parameters(parts: dict[str, dict[str, Any]], where: str) -> None:
+    """Refuse a bool where ``parts`` hold a parameter the contracts read as an int
+    (:data:`INT_PARAMETERS`): Python's bool is an int, so ``true`` was replayed as 1."""
+    for part, values in parts.items():
+        for name in INT_PARAMETERS:
+            if isinstance(values.get(name), bool):
+                raise _fail(where, part, f"holds {name!r} as {str(values[name]).lower()}, a "
+                                         "bool: the kernel's parameter is an int")
 
 
 def launches_of(events: list[dict[str, Any]], capture: str,
@@ -407,7 +432,7 @@ def check_summary(event: dict[str, Any], where: str) -> dict[str, Any]:
     for name in ("kernels_seen", "graph_launches"):
         counts = event.get(name, {})
         if not isinstance(counts, dict) or not all(
-                isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
+                plain_int(n) and 0 <= n < 2**63
                 for n in counts.values()):
             raise _fail(where, name, "must be an object 'module.kernel' -> launches seen (an "
                                       "int >= 0)")

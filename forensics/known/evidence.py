@@ -10,8 +10,9 @@ stopped (:func:`unstopped`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
+from forensics.digits import plain_int
 from forensics.manifest_facts import PROBE_NO_RECORDS
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def spec_tokens_of(events: list[dict[str, Any]]
         tokens = event.get("scheduled_spec_decode_tokens")
         if event.get("kind") == "crash_dump" and isinstance(tokens, dict):
             line = event.get("line")
-            found.append((line if _is_int(line) else None,
+            found.append((line if plain_int(line) else None,
                           {str(k): [int(t) for t in v] for k, v in tokens.items()
                            if isinstance(v, list) and all(isinstance(t, int) for t in v)}))
     return found or None
@@ -233,7 +234,7 @@ def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the earliest, whichever process's events file holds it."""
     def step_of(event: dict[str, Any]) -> tuple[int, int]:
         step = event.get("step")
-        return (0, step) if _is_int(step) else (1, 0)
+        return (0, step) if plain_int(step) else (1, 0)
     return sorted(events, key=step_of)
 
 
@@ -242,21 +243,16 @@ def step_words(event: dict[str, Any]) -> str | None:
     an imported log's line after a probe line naming no step (``"step_known": false``: its
     step only the lines' order) or of no step; None when neither is known."""
     step, line = event.get("step"), event.get("line")
-    known = _is_int(step) and event.get("step_known") is not False
+    known = plain_int(step) and event.get("step_known") is not False
     if known:
         return f"step {step}"
-    return f"an unknown step (line {line} of the log)" if _is_int(line) else None
+    return f"an unknown step (line {line} of the log)" if plain_int(line) else None
 
 
 def at_step(event: dict[str, Any]) -> str:
     """`` at `` and :func:`step_words` of ``event``, or ``""``."""
     words = step_words(event)
     return f" at {words}" if words else ""
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    """Whether ``value`` is an int (no bool)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 #: the probe's own bookkeeping events: never crash events
@@ -281,7 +277,7 @@ def crash_bound(events: list[dict[str, Any]]) -> int | None:
     otherwise: then any value out of range may explain it."""
     crashes = [e for e in events if e.get("kind") in CRASH_EVENT_KINDS]
     if not crashes or unstopped(events) or any(
-            not _is_int(e.get("step")) or "line" in e for e in crashes):
+            not plain_int(e.get("step")) or "line" in e for e in crashes):
         return None
     return max(int(e["step"]) for e in crashes)
 

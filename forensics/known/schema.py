@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 
@@ -181,7 +182,7 @@ def _entry(path: Path, index: int, raw: Any) -> Entry:
 def _reference(path: Path, where: str, raw: Any) -> Reference:
     raw = _table(path, where, raw)
     number = raw.get("number")
-    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+    if not plain_int(number) or number <= 0:
         raise _bad(path, f"{where}.number", "must be a positive thread number")
     if raw.get("kind") not in REF_KINDS:
         raise _bad(path, f"{where}.kind", f"must be one of {list(REF_KINDS)}")

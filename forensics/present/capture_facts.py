@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from forensics.digits import plain_int
 from forensics.escaping import quoted, spanless
 from forensics.manifest_facts import (
     CREATED,
@@ -149,7 +150,7 @@ def stopped_after(summary: dict[str, Any]) -> int | str | None:
     if isinstance(shrunk, dict):  # its records are a part: the engine ran past the last kept
         spans = {process: span for process, span in spans.items() if process != WRITTEN_AGAIN}
         before = shrunk.get(STOPPED_AFTER)
-        if isinstance(before, int) and not isinstance(before, bool):
+        if plain_int(before):
             steps.append(before)
     steps += [span[1] for process, span in spans.items()
               if process in gone or process == WRITTEN_AGAIN]

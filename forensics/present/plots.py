@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import ConfigurationError, reason
 from forensics.present import svg
 from forensics.present.scene import KINDS
@@ -602,7 +603,7 @@ def check_dpi(dpi: object, written: str | None = None) -> int:
         ConfigurationError: any other value (0 and negative ones were matplotlib's internal
             error, a huge one its out-of-memory error).
     """
-    if not isinstance(dpi, int) or isinstance(dpi, bool) or not MIN_DPI <= dpi <= MAX_DPI:
+    if not plain_int(dpi) or not MIN_DPI <= dpi <= MAX_DPI:
         shown = str(dpi) if written is None else written
         raise ConfigurationError(f"dpi {shown[:40]!r} is not a resolution from {MIN_DPI} to "
                                  f"{MAX_DPI} dots per inch; give one, e.g. 120")

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import ConfigurationError
 from forensics.records import Record
 from forensics.simulator.draws import Draws, StepDraws
@@ -617,7 +618,7 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
         OutputExistsError: ``out`` exists and ``force`` is False.
     """
     sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if not plain_int(seed) or seed < 0:
         raise ConfigurationError(f"simulate {sc.name!r}: seed must be an integer >= 0, "
                                  f"got {seed!r}")
     if sc.runner == "v2":

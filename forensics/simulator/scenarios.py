@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import ConfigurationError, UnknownScenarioError
 
 #: the V1 faults a scenario can inject, in the order of :meth:`Faults.rates`
@@ -156,7 +157,7 @@ def configure(scenario: str | Scenario, *, steps: int | None = None, batch: int 
     sc = replace(sc, **changes)
     for key, low in (("steps", 1), ("batch", 1), ("spec_tokens", 0), ("vocab", 2)):
         value = getattr(sc, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        if not plain_int(value) or value < low:
             raise ConfigurationError(f"simulate {sc.name!r}: {key} must be an integer >= "
                                      f"{low}, got {value!r}")
     if sc.steps > MAX_STEPS:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.modes import owner_only
@@ -92,7 +93,7 @@ def lost_by_probe(events: Iterable[dict[str, Any]]) -> int:
 
 def is_count(value: Any) -> TypeGuard[int]:
     """Whether ``value`` is a non-negative int64 (no bool)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+    return plain_int(value) and 0 <= value < 2**63
 
 
 def as_said(event: dict[str, Any]) -> dict[str, Any]:
@@ -360,8 +361,7 @@ def check_event(event: dict[str, Any], where: str) -> dict[str, Any]:
                                  f"{type(event.get('kind')).__name__}; fix or delete the line")
     for key in ("step", "rank"):
         value = event.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                  or not 0 <= value < 2**63):
+        if value is not None and (not plain_int(value) or not 0 <= value < 2**63):
             raise CaptureFormatError(f"{where}: field {key!r} must be a non-negative int64 "
                                      "or null; fix or delete the line")
     return event

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forensics.digits import plain_int
 from forensics.errors import CaptureFormatError, reason
 from forensics.escaping import terminal
 from forensics.modes import owner_only
@@ -203,7 +204,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     inside(root, MANIFEST)
     manifest = read_json_object(path, "manifest", root, finite=True)
     version = manifest.get("format")
-    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
+    if not plain_int(version) or not 1 <= version:
         raise CaptureFormatError(f"manifest '{terminal(path)}': 'format' must be a positive "
                                  f"integer, got {version!r}")
     if version > FORMAT_VERSION:

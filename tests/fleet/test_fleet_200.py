@@ -96,14 +96,16 @@ def test_a_killed_task_is_retried_or_reported(fleet: Fleet, local: Triage, clust
     from forensics.fleet.paths import find_captures
     from forensics.fleet.runners import run_ray
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     tasks = plan(find_captures([fleet.root])[:3])
-    retried = finish(tasks, run_ray(tasks, piece=_dies_first_time(str(tmp_path / "died"))))
+    died = run_ray(tasks, piece=_dies_first_time(str(tmp_path / "died")))
+    retried = merged(tasks, decoded(tasks, died))
     assert retried == [r for r in local.rows if r["capture"] in {t.path for t in tasks}]
-    lost = finish(tasks[:1], run_ray(tasks[:1], retries=1,
-                                     piece=_dies_first_time(str(tmp_path / "x"), always=True)))
+    always = run_ray(tasks[:1], retries=1,
+                     piece=_dies_first_time(str(tmp_path / "x"), always=True))
+    lost = merged(tasks[:1], decoded(tasks[:1], always))
     assert len(lost) == 1 and lost[0]["error"].startswith("task lost on Ray:")
 
 

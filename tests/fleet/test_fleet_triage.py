@@ -285,10 +285,11 @@ def test_a_dead_local_worker_is_reported_not_lost(small: Fleet) -> None:
     from forensics.fleet.paths import find_captures
     from forensics.fleet.runners import run_local
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     tasks = plan(find_captures([small.root]))
-    rows = finish(tasks, run_local(tasks, workers=2, piece=_dies_on_crash_captures))
+    results = run_local(tasks, workers=2, piece=_dies_on_crash_captures)
+    rows = merged(tasks, decoded(tasks, results))
     assert [r["capture"] for r in rows] == sorted(small.kinds)
     crashed = [r for r in rows if r["name"].endswith("-crash.capture")]
     assert crashed and all(r["error"].startswith("task failed: BrokenProcessPool") for r in crashed)

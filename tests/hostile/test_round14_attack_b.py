@@ -125,7 +125,7 @@ def test_a_capture_replaced_after_the_triage_cut_it_is_its_error_row(tmp_path: P
 
     from forensics.fleet.runners import run_local
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     capture = _simulated(tmp_path / "x.capture", 300, 0)  # 1,200 records: two ranges
     newer = _simulated(tmp_path / "newer.capture", 900, 3)  # 3,600 records
@@ -133,7 +133,7 @@ def test_a_capture_replaced_after_the_triage_cut_it_is_its_error_row(tmp_path: P
     assert len(tasks) == 2
     os.rename(capture, tmp_path / "old.capture")
     os.rename(newer, capture)  # `simulate --force`, `shrink --force`: replaced whole
-    rows = finish(tasks, run_local(tasks, workers=1))
+    rows = merged(tasks, decoded(tasks, run_local(tasks, workers=1)))
     # the row said 1,200 records and 32 findings of a capture of 3,600 and 97: steps
     # 301-900 were in no range
     assert len(rows) == 1 and rows[0]["conclusion"] == "unreadable", rows
@@ -146,7 +146,7 @@ def test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row(
         tmp_path: Path) -> None:
     from forensics.fleet.piece import replay_piece
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     capture = _simulated(tmp_path / "x.capture", 300, 0)
     tasks = plan([capture], 1_000)
@@ -154,8 +154,9 @@ def test_a_capture_still_written_after_the_triage_cut_it_is_its_error_row(
     writer = CaptureWriter(capture, process="host-2")  # the engine goes on writing
     writer.extend([r for r in later.records() if r.step > 300])
     writer.close()
-    rows = finish(tasks, [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
-                          for t in tasks])
+    results = [replay_piece(t.path, t.start, t.stop, t.window, planned=t.planned)
+               for t in tasks]
+    rows = merged(tasks, decoded(tasks, results))
     assert "changed while the triage ran" in rows[0]["error"], rows
 
 

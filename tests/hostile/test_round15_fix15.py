@@ -115,7 +115,7 @@ def test_a_segment_rewritten_in_place_between_two_pieces_is_its_error_row(
     when it was planned and when its first range was read. It is its error row."""
     from forensics.fleet.piece import replay_piece
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     capture = _long(tmp_path / "x.capture")
     tasks = plan([capture], 1_000)
@@ -125,7 +125,7 @@ def test_a_segment_rewritten_in_place_between_two_pieces_is_its_error_row(
     _rewrite_in_place(capture / "embedding.r0.w0.0000.arrows", MARK, FORGED)
     second = replay_piece(tasks[1].path, tasks[1].start, tasks[1].stop, tasks[1].window,
                           planned=tasks[1].planned)
-    rows = finish(tasks, [first, second])
+    rows = merged(tasks, decoded(tasks, [first, second]))
     error = rows[0]["error"]
     assert CHANGED in error and "\n" not in error, rows
     assert "not those it held when its step ranges were cut" in error
@@ -139,7 +139,7 @@ def test_a_segment_rewritten_in_place_while_its_piece_reads_it_is_its_error_row(
     each segment again once replayed: its row is the error naming the segment."""
     from forensics.fleet import piece
     from forensics.fleet.tasks import Task
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     capture = _long(tmp_path / "x.capture")
     real = piece.replayed_range
@@ -151,7 +151,7 @@ def test_a_segment_rewritten_in_place_while_its_piece_reads_it_is_its_error_row(
 
     monkeypatch.setattr(piece, "replayed_range", replayed_range)
     task = Task(str(capture))
-    rows = finish([task], [piece.replay_piece(task.path)])
+    rows = merged([task], decoded([task], [piece.replay_piece(task.path)]))
     error = rows[0]["error"]
     assert CHANGED in error and "'embedding.r0.w0.0000.arrows' was written to" in error, rows
     assert "\n" not in error
@@ -162,15 +162,16 @@ def test_a_capture_left_alone_is_triaged_whole_and_split_alike(tmp_path: Path) -
     and its pieces name the same files."""
     from forensics.fleet.runners import run_local
     from forensics.fleet.tasks import plan
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     capture = _long(tmp_path / "x.capture")
     for split in (1_000, 5_000):
         tasks = plan([capture], split)
-        rows = finish(tasks, run_local(tasks, workers=1))
+        rows = merged(tasks, decoded(tasks, run_local(tasks, workers=1)))
         assert not rows[0]["error"] and rows[0]["records"] == 1200, rows
     copy = Path(shutil.copytree(capture, tmp_path / "y.capture"))
-    assert not finish(plan([copy]), run_local(plan([copy]), workers=1))[0]["error"]
+    again = plan([copy])
+    assert not merged(again, decoded(again, run_local(again, workers=1)))[0]["error"]
 
 
 # ------------------------- T76b: a Ray worker imports nothing from the folder a triage ran in

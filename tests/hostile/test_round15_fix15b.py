@@ -94,7 +94,7 @@ def test_a_file_changed_while_its_piece_reads_it_is_its_error_row(
     replayed them: its row is the error naming the file."""
     from forensics.fleet import piece
     from forensics.fleet.tasks import Task
-    from forensics.fleet.triage import finish
+    from forensics.fleet.triage import decoded, merged
 
     _, rank1 = _engine(tmp_path / "fleet")
     real = piece.replayed_range
@@ -106,7 +106,7 @@ def test_a_file_changed_while_its_piece_reads_it_is_its_error_row(
 
     monkeypatch.setattr(piece, "replayed_range", replayed_range)
     task = Task(str(rank1))
-    error = finish([task], [piece.replay_piece(task.path)])[0]["error"]
+    error = merged([task], decoded([task], [piece.replay_piece(task.path)]))[0]["error"]
     name = {"manifest": "manifest.json", "expected": "expected.json",
             "idx": "embedding.r1.w0.0000.arrows.idx", "events added": "events-w1.jsonl"
             }.get(kind, "events-w0.jsonl")

@@ -158,14 +158,15 @@ def test_triage_says_the_first_crash_step_is_unknown() -> None:
 # ------------------------------ T119c: records counted, neither written nor dropped
 
 
-def _stopped(tmp_path: Path, counts: str) -> Path:
-    """The bundled clean capture in a folder of its own, its probe's stop holding ``counts``."""
+def _stopped(tmp_path: Path, counts: str, start: bool = True) -> Path:
+    """The bundled clean capture in a folder of its own, its probe's stop holding ``counts``
+    (``start``: its probe's start before it)."""
     folder = tmp_path / "fleet"
     folder.mkdir()
     capture = folder / "stopped.capture"
     shutil.copytree(DATA / "clean.capture", capture)
     (capture / "events-w0.jsonl").write_text(
-        '{"kind": "probe_start", "step": 0, "rank": 0}\n'
+        '{"kind": "probe_start", "step": 0, "rank": 0}\n' * start +
         '{"kind": "probe_stop", "step": 200, "rank": 0, ' + counts + '}\n')
     return capture
 

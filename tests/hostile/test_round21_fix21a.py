@@ -38,7 +38,7 @@ from forensics.fleet.carry import reruns
 from forensics.fleet.origins import MAX_KEYS
 from forensics.fleet.piece import LOOKBACK, replay_piece, replayed_range
 from forensics.fleet.tasks import plan
-from forensics.fleet.triage import decoded, finish, merged, with_origins
+from forensics.fleet.triage import decoded, merged, with_origins
 from forensics.simulator.runs import simulate
 from forensics.store.reader import load
 from forensics.store.writer import write_capture
@@ -118,7 +118,8 @@ def test_the_triage_rows_merge_the_pieces_replayed_again(far_origin: Path) -> No
 
     pieces, unsearched = with_origins(tasks, decoded(tasks, results), run)
     rows = merged(tasks, pieces, unsearched)
-    whole = finish([plan([far_origin], 10**6)[0]], _serial(plan([far_origin], 10**6)))
+    one = plan([far_origin], 10**6)
+    whole = merged(one, decoded(one, _serial(one)))
     assert len(ran) == 1 and ran[0].origins == (SINK_STEP,) and unsearched == {}
     assert rows[0]["findings"] == whole[0]["findings"] and rows[0]["known"] == whole[0]["known"]
     assert "origin_wanted" not in rows[0] and "origin_candidates" not in rows[0]

@@ -15,7 +15,7 @@ import test_round21_fix21a
 
 from forensics.fleet.piece import replay_piece
 from forensics.fleet.tasks import plan
-from forensics.fleet.triage import finish, rows_of
+from forensics.fleet.triage import decoded, merged, rows_of
 from forensics.simulator.runs import simulate
 
 #: round 21's far origin (a fixture): a sink finding 30 steps past its origin
@@ -77,7 +77,8 @@ def test_a_split_piece_whose_origins_were_searched_reads_null_as_none(
     an entry that wants origin ``none``, as the whole replay does."""
     _none_catalogue(monkeypatch, tmp_path)
     capture = Path(str(simulate("placeholder-leak", steps=60, out=tmp_path / "l.capture")))
-    whole = finish(plan([capture], 10**6), _serial(plan([capture], 10**6)))
+    one = plan([capture], 10**6)
+    whole = merged(one, decoded(one, _serial(one)))
     tasks = plan([capture], 100)
     assert rows_of(tasks, _serial(tasks), _serial)[0]["known"] == whole[0]["known"]
 

@@ -39,6 +39,14 @@ _IMPORTS = ("from forensics.fleet.paths import find_captures, unlisted_note\n"
             "from forensics.store import replace\n"
             "import forensics.modes\n"
             "from forensics.pytest_plugin import captures_under\n")
+#: a script's lines (run by :func:`_as_user` under umask ``0477``) making ``top`` (``0700``)
+#: of ``a.capture`` and ``U/f/x.capture`` (``U``: ``0300``), and an empty ``unlisted``
+UNLISTED_TOP = ("top = base / 'top'\n"
+                "os.mkdir(top)\n"
+                "os.chmod(top, 0o700)\n"
+                "make_folders(top / 'a.capture')\n"
+                "make_folders(top / 'U' / 'f' / 'x.capture')\n"
+                "unlisted = []\n")
 
 
 def _as_user(umask: int, code: str) -> str:
@@ -98,13 +106,7 @@ def test_a_folder_that_cannot_be_listed_beside_captures_is_said() -> None:
     """``top`` holds ``a.capture`` and ``U/f/x.capture`` made under umask ``0477`` (``U`` is
     ``0300``): ``a.capture`` is found, and the note (``triage`` prints it, ``open_many`` warns
     it) names ``U`` as a folder that cannot be listed; ``x.capture`` dropped out unsaid."""
-    out = _as_user(0o477, ""
-                   "top = base / 'top'\n"
-                   "os.mkdir(top)\n"
-                   "os.chmod(top, 0o700)\n"
-                   "make_folders(top / 'a.capture')\n"
-                   "make_folders(top / 'U' / 'f' / 'x.capture')\n"
-                   "unlisted = []\n"
+    out = _as_user(0o477, UNLISTED_TOP +
                    "print([p.name for p in find_captures([top], unlisted)])\n"
                    "print(unlisted_note(unlisted).replace(str(base), 'B'))\n"
                    "print(unlisted_note([]))")

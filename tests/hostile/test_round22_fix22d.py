@@ -15,30 +15,21 @@ import functools
 import html
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.hostile import test_round20_fix20b as fix20b
 from tests.hostile import test_round22_fix22b as fix22b
 from tests.hostile.test_round2 import run_cli
-
-DATA = Path(__file__).resolve().parents[2] / "data"
 
 # ------------------------------ T137a: the records lost to a signal are said
 
 
 def _stopped(tmp_path: Path, counts: str) -> Path:
-    """The bundled clean capture in a folder of its own, its probe's stop holding ``counts``."""
-    folder = tmp_path / "fleet"
-    folder.mkdir()
-    capture = folder / "stopped.capture"
-    shutil.copytree(DATA / "clean.capture", capture)
-    (capture / "events-w0.jsonl").write_text(
-        '{"kind": "probe_stop", "step": 200, "rank": 0, ' + counts + '}\n')
-    return capture
-
+    """Round 20's capture of a probe's stop holding ``counts``, without its probe's start."""
+    return fix20b._stopped(tmp_path, counts, start=False)
 
 
 @pytest.mark.parametrize("command", ["replay", "summary", "report"])
@@ -208,15 +199,9 @@ def test_the_plugin_warns_of_a_folder_it_cannot_list_beside_captures() -> None:
     """``--forensics-captures top`` (``top`` holds ``a.capture`` and ``U/f/x.capture`` made
     under umask ``0477``: ``U`` is ``0300``) collects ``a.capture`` and warns, in ``triage``'s
     words, that ``U`` cannot be listed; ``x.capture`` dropped out unsaid."""
-    out = fix22b._as_user(0o477, ""
+    out = fix22b._as_user(0o477, fix22b.UNLISTED_TOP +
                           "import warnings\n"
                           "from forensics.pytest_plugin import _warn_unread\n"
-                          "top = base / 'top'\n"
-                          "os.mkdir(top)\n"
-                          "os.chmod(top, 0o700)\n"
-                          "make_folders(top / 'a.capture')\n"
-                          "make_folders(top / 'U' / 'f' / 'x.capture')\n"
-                          "unlisted = []\n"
                           "found = captures_under(top, unlisted)\n"
                           "print([p.name for p in found])\n"
                           "with warnings.catch_warnings(record=True) as said:\n"

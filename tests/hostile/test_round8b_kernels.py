@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from test_round4_kernels import b64, write_capture
 
+from forensics.errors import CaptureFormatError
+
 STAND_IN = "vllm.v1.worker.gpu.stand_in"
 
 
@@ -91,12 +93,17 @@ def test_a_bound_that_is_no_count_is_not_judged(bound: Any) -> None:
     """A ``max_num_reqs`` of ``true`` judged slot 2 'outside [0, True)', one of ``-5`` every
     slot 'outside [0, -5)'; a manifest's ``max_model_len`` or ``vocab_size`` the same. A bound
     is an int >= 1 (not a bool); another is not judged (the launch's state rows are, where
-    recorded)."""
+    recorded). A record's ``max_num_reqs`` of ``true`` or ``false`` is refused at reading
+    (T139c: the replay ran the kernel with 1)."""
     from forensics.kernels import contracts
     from forensics.kernels.format import check_launch
 
-    assert contracts.check(idx_launch(np.array([0, 2], dtype=np.int32), max_num_reqs=bound),
-                           {}) == []
+    if isinstance(bound, bool):
+        with pytest.raises(CaptureFormatError, match="holds 'max_num_reqs' as"):
+            idx_launch(np.array([0, 2], dtype=np.int32), max_num_reqs=bound)
+    else:
+        assert contracts.check(idx_launch(np.array([0, 2], dtype=np.int32),
+                                          max_num_reqs=bound), {}) == []
     written = {**tensor(np.array([0, 9], dtype=np.int64)),
                "after": b64(np.array([3, 7], dtype=np.int64).tobytes())}
     launch = check_launch(event("_k", {"pos": written, "input_ids": written}), "test")

@@ -1634,6 +1634,16 @@ TESTS = {
               "tests/hostile/test_round23_lead.py::"
               "test_a_piece_reruns_no_more_origins_than_it_holds_steps",
               "tests/hostile/test_round23_lead.py::test_a_step_is_never_cut"],
+    "T139a": ["tests/hostile/test_round23_fix23b.py::"
+              "test_the_byte_order_of_appended_wide_text_is_named_or_said_unknown"],
+    "T139b": ["tests/hostile/test_round23_fix23b.py::"
+              "test_a_launch_path_other_than_compiled_or_interpreter_is_refused"],
+    "T139c": ["tests/hostile/test_round23_fix23b.py::test_a_bool_for_an_int_parameter_is_refused",
+              "tests/hostile/test_round23_fix23b.py::test_the_plain_int_helper_refuses_bools"],
+    "T139d": ["tests/hostile/test_round23_fix23b.py::"
+              "test_a_tensor_file_of_no_record_is_refused_in_one_line"],
+    "T139e": ["tests/hostile/test_round23_fix23b.py::"
+              "test_two_threads_lifting_the_umask_leave_it_as_they_found_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
