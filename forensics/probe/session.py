@@ -204,9 +204,9 @@ class ProbeSession(FlushMarks):
             pending.seq = self.counts["records"]
             self._ring.append(pending)
             self._since_flush += 1
-            while len(self._ring) > self.settings.ring:
+            while len(self._ring) > self.settings.ring:  # counted first, no call between: a
+                self.counts["dropped"] += 1  # handler raising after popleft leaves it counted
                 self._ring.popleft()
-                self.counts["dropped"] += 1
             due = self._since_flush >= self.settings.flush_every
             if due:
                 self._since_flush = 0

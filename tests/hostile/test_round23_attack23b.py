@@ -1,0 +1,84 @@
+"""Round 23, attack 23b: the probe's signals as its hold ends, its ring drops and its close
+begins; a forked copy's counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PROBE_TESTS = Path(__file__).parents[1] / "probe"
+
+#: the head of the child scripts below: the probe's test fakes on the path (argv[2]); the
+#: engine's SIGTERM handler returns and says so; Python's own SIGINT handler
+CHILD_HEAD = textwrap.dedent("""
+    import json, os, signal, sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from probe_fakes import record_batch_changes
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: print("engine", signum, flush=True))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+""")
+
+
+def _child(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (after :data:`CHILD_HEAD`) in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", CHILD_HEAD + script, *args], timeout=300,
+                          capture_output=True, text=True)
+
+
+def _stops(capture: Path) -> list[dict[str, object]]:
+    """The ``probe_stop`` events of every events file of the capture."""
+    return [event for path in sorted(capture.glob("events-*.jsonl"))
+            for event in map(json.loads, path.read_text().splitlines())
+            if event["kind"] == "probe_stop"]
+
+
+# ----------------------------------- T141b: a signal's handler raises as the ring drops one
+#: a ring of 4 records; as the fifth record drops the oldest (argv[3]: the writer), a SIGINT
+#: comes (Python's handler raises ``KeyboardInterrupt``)
+DROPPED = textwrap.dedent("""
+    from collections import deque
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    class Ring(deque):
+        armed = False
+
+        def popleft(self):
+            oldest = super().popleft()
+            if Ring.armed:
+                Ring.armed = False
+                os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
+            return oldest
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=4,
+                                    flush_every=64, writer=sys.argv[3], handoff="batch"))
+    session._ring = Ring()
+    record_batch_changes(session, [[0, 1]] * 4)
+    Ring.armed = True
+    try:
+        record_batch_changes(session, [[0, 1]])
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_record_the_ring_drops_as_a_handler_raises_is_counted(tmp_path: Path,
+                                                                writer: str) -> None:
+    """T141b: the record a full ring drops as a signal's handler raises is counted dropped:
+    ``probe_stop`` said 5 records, 4 written and none dropped."""
+    capture = tmp_path / "x.capture"
+    child = _child(DROPPED, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "interrupted" in child.stdout.splitlines(), child.stdout
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (5, 4, 1)
