@@ -48,6 +48,7 @@ def afresh(session: ProbeSession) -> None:
     of the parent's, new locks, a backend of the parent's kind with no writer yet."""
     _INHERITED.append(session.backend)
     session.counts = dict.fromkeys(session.counts, 0)
+    session.lost_to_signal = 0  # the parent's: the copy's probe_stop said it lost them
     session._ring = deque()
     session._since_flush = session.due_upto = 0
     session._started_event = False

@@ -82,3 +82,55 @@ def test_a_record_the_ring_drops_as_a_handler_raises_is_counted(tmp_path: Path,
     assert "interrupted" in child.stdout.splitlines(), child.stdout
     (stop,) = _stops(capture)
     assert (stop["records"], stop["written"], stop["dropped"]) == (5, 4, 1)
+
+
+# ------------------------------------------ T141d: a forked copy of a session that lost records
+#: the writer process with each record handed off; a SIGINT cuts one record out of its
+#: hand-off (T131f), then the engine forks a copy that records 3 of its own
+FORKED = textwrap.dedent("""
+    from forensics.probe import channel, plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer="process", handoff="record"))
+    record_batch_changes(session, [[0, 1]] * 2)
+    session.flush(wait=True)
+    armed = [1]
+    for name in ("put_block", "put_record"):
+        def put(self, *args, real=getattr(channel.WriterChannel, name)):
+            if armed:
+                armed.clear()
+                os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
+            return real(self, *args)
+        setattr(channel.WriterChannel, name, put)
+    try:
+        record_batch_changes(session, [[0, 1]])
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    if (pid := os.fork()) == 0:
+        record_batch_changes(session, [[0, 1]] * 3)
+        plugin.stop()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print(pid, flush=True)
+    plugin.stop()
+""")
+
+
+def test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal(
+        tmp_path: Path) -> None:
+    """T141d: a forked copy's ``probe_stop`` counts its own records lost to a signal (none),
+    never its parent's: it said ``lost_to_signal: 1`` of 3 records it wrote all 3 of, and
+    logged that it lost one."""
+    capture = tmp_path / "x.capture"
+    child = _child(FORKED, str(capture), str(PROBE_TESTS))
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.splitlines()[0] == "interrupted", child.stdout
+    copy = int(child.stdout.splitlines()[1])
+    stops = {stop["pid"]: stop for stop in _stops(capture)}
+    assert stops[copy]["records"] == stops[copy]["written"] == 3
+    assert "lost_to_signal" not in stops[copy]
+    parent = next(stop for pid, stop in stops.items() if pid != copy)
+    assert (parent["records"], parent["written"], parent["lost_to_signal"]) == (3, 2, 1)
+    assert child.stderr.count("record(s) lost to a signal") == 1, child.stderr

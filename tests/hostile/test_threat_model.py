@@ -1620,6 +1620,8 @@ TESTS = {
               "test_redact_says_the_numbers_of_kept_event_text_are_not_permuted"],
     "T141b": ["tests/hostile/test_round23_attack23b.py::"
               "test_a_record_the_ring_drops_as_a_handler_raises_is_counted"],
+    "T141d": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
