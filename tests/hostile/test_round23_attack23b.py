@@ -39,6 +39,44 @@ def _stops(capture: Path) -> list[dict[str, object]]:
             if event["kind"] == "probe_stop"]
 
 
+# ------------------------------- T141a: a SIGINT that comes as a hold's handlers are put back
+#: the engine's main thread holds its signals (a flush's hold); as the hold ends and
+#: SIGINT's handler is put back (Python's: ``KeyboardInterrupt``), a SIGINT comes; later a
+#: SIGTERM
+RELEASED = textwrap.dedent("""
+    from forensics.probe import held
+
+    real, armed = signal.signal, [1]
+
+    def put(signum, handler):
+        old = real(signum, handler)
+        if signum == signal.SIGINT and handler is signal.default_int_handler and armed:
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
+        return old
+
+    signal.signal = put
+    try:
+        with held.signals_held():
+            pass
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    signal.signal = real
+    os.kill(os.getpid(), signal.SIGTERM)
+    print("went on", flush=True)
+""")
+
+
+def test_a_sigint_as_a_holds_handlers_are_put_back_leaves_none_replaced() -> None:
+    """T141a: a SIGINT whose handler raises (``KeyboardInterrupt``) as the handlers a hold
+    replaced are put back is raised once every one is back: it cut the putting back short,
+    and every later signal (SIGTERM) kept the hold's handler that only notes it, for good: the
+    engine's SIGTERM handler never ran again."""
+    child = _child(RELEASED, "", str(PROBE_TESTS))
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.splitlines() == ["interrupted", "engine 15", "went on"], child.stdout
+
+
 # ----------------------------------- T141b: a signal's handler raises as the ring drops one
 #: a ring of 4 records; as the fifth record drops the oldest (argv[3]: the writer), a SIGINT
 #: comes (Python's handler raises ``KeyboardInterrupt``)
