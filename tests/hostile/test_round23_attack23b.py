@@ -122,6 +122,55 @@ def test_a_record_the_ring_drops_as_a_handler_raises_is_counted(tmp_path: Path,
     assert (stop["records"], stop["written"], stop["dropped"]) == (5, 4, 1)
 
 
+# ------------------------------------------------ T141c: a signal as the probe's close begins
+#: 6 records (argv[3]: the writer), then the exit's close; a SIGTERM (argv[4]; the probe's
+#: handler, which closes the session and ends the process) or a SIGINT comes at the start of
+#: the first call the close makes that marks a thread as inside a flush
+CLOSING = textwrap.dedent("""
+    from forensics.probe import plugin
+    from forensics.probe.busy import FlushMarks
+    from forensics.probe.settings import Settings
+
+    if sys.argv[4] == "SIGTERM":
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=4, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 6)
+    real, armed = FlushMarks.enter_flush, [1]
+
+    def enter_flush(self):
+        if armed:
+            armed.clear()
+            os.kill(os.getpid(), getattr(signal, sys.argv[4]))  # handled as this call returns
+        return real(self)
+
+    FlushMarks.enter_flush = enter_flush
+    try:
+        session.close()  # as atexit does
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    session.close()
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_as_the_close_begins_waits_for_its_probe_stop(tmp_path: Path, writer: str,
+                                                               signame: str) -> None:
+    """T141c: a SIGTERM (the probe's handler closes the session and ends the process) or a
+    SIGINT (``KeyboardInterrupt``) that comes as the close begins is handled once it is over:
+    the records and ``probe_stop`` are kept. The SIGTERM found the session stopping, returned
+    at once and ended the process with nothing written; the SIGINT left it stopping, and no
+    later close closed it."""
+    capture = tmp_path / "x.capture"
+    child = _child(CLOSING, str(capture), str(PROBE_TESTS), writer, signame)
+    assert child.returncode == (-15 if signame == "SIGTERM" else 0), child.stderr[-3000:]
+    assert ("interrupted" in child.stdout.splitlines()) == (signame == "SIGINT"), child.stdout
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (6, 6, 0)
+
+
 # ------------------------------------------ T141d: a forked copy of a session that lost records
 #: the writer process with each record handed off; a SIGINT cuts one record out of its
 #: hand-off (T131f), then the engine forks a copy that records 3 of its own

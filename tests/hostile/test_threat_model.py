@@ -1622,6 +1622,8 @@ TESTS = {
               "test_a_sigint_as_a_holds_handlers_are_put_back_leaves_none_replaced"],
     "T141b": ["tests/hostile/test_round23_attack23b.py::"
               "test_a_record_the_ring_drops_as_a_handler_raises_is_counted"],
+    "T141c": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_signal_as_the_close_begins_waits_for_its_probe_stop"],
     "T141d": ["tests/hostile/test_round23_attack23b.py::"
               "test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
