@@ -53,6 +53,9 @@ def afresh(session: ProbeSession) -> None:
     session._since_flush = session.due_upto = 0
     session._started_event = False
     session._flushers, session._deferred, session._closer = {}, None, None
+    #: the parent's close, if another thread forked as it ran, is not the copy's: the copy's
+    #: close waited 60 s for it to end, then kept nothing of its own
+    session._stopping = session._ended = session._closed = False
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step

@@ -221,3 +221,48 @@ def test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal(
     parent = next(stop for pid, stop in stops.items() if pid != copy)
     assert (parent["records"], parent["written"], parent["lost_to_signal"]) == (3, 2, 1)
     assert child.stderr.count("record(s) lost to a signal") == 1, child.stderr
+
+
+# ------------------------------------------- T141e: a copy forked while its parent closes
+#: the writer (argv[3]) with 2 records; as the close runs, another thread forks a copy (here
+#: the close itself): the copy records 3 of its own and closes
+FORKED_CLOSING = textwrap.dedent("""
+    from forensics.probe import plugin
+    from forensics.probe.session import ProbeSession
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=4, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 2)
+    real, parent = ProbeSession._close, os.getpid()
+
+    def _close(self):
+        if os.getpid() == parent and (pid := os.fork()) == 0:
+            record_batch_changes(self, [[0, 1]] * 3)
+            self.close()
+            print(os.getpid(), flush=True)
+            os._exit(0)
+        if os.getpid() == parent:
+            os.waitpid(pid, 0)
+        return real(self)
+
+    ProbeSession._close = _close
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_copy_forked_as_its_parent_closes_keeps_its_own_records(tmp_path: Path,
+                                                                   writer: str) -> None:
+    """T141e: a copy of the engine forked (by another thread) while its parent's probe closes
+    starts its session afresh, open: its close keeps its records and ``probe_stop``. It took
+    the parent's close for its own: its close waited 60 s for it to end, then kept nothing,
+    its 3 records written nowhere and counted nowhere."""
+    capture = tmp_path / "x.capture"
+    child = _child(FORKED_CLOSING, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    copy = int(child.stdout.splitlines()[0])
+    stops = {stop["pid"]: stop for stop in _stops(capture)}
+    assert len(stops) == 2 and copy in stops  # the parent's and the copy's
+    assert (stops[copy]["records"], stops[copy]["written"], stops[copy]["dropped"]) == (3, 3, 0)
