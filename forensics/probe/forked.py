@@ -56,6 +56,9 @@ def afresh(session: ProbeSession) -> None:
     #: the parent's close, if another thread forked as it ran, is not the copy's: the copy's
     #: close waited 60 s for it to end, then kept nothing of its own
     session._stopping = session._ended = session._closed = False
+    #: the parent made the folder: a copy that ended before the parent's first write removed
+    #: it (empty), and the parent's capture with it
+    session.made_folder = False
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step

@@ -266,3 +266,35 @@ def test_a_copy_forked_as_its_parent_closes_keeps_its_own_records(tmp_path: Path
     stops = {stop["pid"]: stop for stop in _stops(capture)}
     assert len(stops) == 2 and copy in stops  # the parent's and the copy's
     assert (stops[copy]["records"], stops[copy]["written"], stops[copy]["dropped"]) == (3, 3, 0)
+
+
+# --------------------------- T141f: a copy that ends before its parent's first write
+#: the writer (argv[3]); 2 records queued, none written yet (the folder empty); a forked copy
+#: ends as Python ends (its exit's close runs); then 2 more records and the parent's close
+ENDED_EARLY = textwrap.dedent("""
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 2)
+    if os.fork() == 0:
+        sys.exit(0)
+    os.wait()
+    record_batch_changes(session, [[0, 1]] * 2)
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_copy_ending_before_its_parents_first_write_leaves_its_folder(tmp_path: Path,
+                                                                        writer: str) -> None:
+    """T141f: a forked copy never removes the capture folder its parent made: one that ended
+    (its exit's close) before the parent's first write removed it, empty, and the parent's
+    capture was lost, its records dropped ("No such file or directory")."""
+    capture = tmp_path / "x.capture"
+    child = _child(ENDED_EARLY, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (4, 4, 0)
