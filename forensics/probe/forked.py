@@ -21,6 +21,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from forensics.probe import owned
 from forensics.probe.thread_backend import ThreadBackend
 
 if TYPE_CHECKING:
@@ -59,6 +60,10 @@ def afresh(session: ProbeSession) -> None:
     #: the parent made the folder: a copy that ended before the parent's first write removed
     #: it (empty), and the parent's capture with it
     session.made_folder = False
+    if session.settings.owner:  # its mark, as a joining process leaves (owned.py): the first
+        # process, ending before the copy wrote, removed the folder as empty, the copy's
+        # records all dropped
+        owned.mark_joined(session.settings.capture, session.settings.owner)
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step

@@ -298,3 +298,41 @@ def test_a_copy_ending_before_its_parents_first_write_leaves_its_folder(tmp_path
     assert child.returncode == 0, child.stderr[-3000:]
     (stop,) = _stops(capture)
     assert (stop["records"], stop["written"], stop["dropped"]) == (4, 4, 0)
+
+
+# ------------------------------- T141g: the first process ends before its forked copy writes
+#: the writer (argv[3]); a forked copy (a worker) queues 2 records, none written yet; then the
+#: first process, which recorded nothing, closes (its folder empty); then the copy
+PARENT_FIRST = textwrap.dedent("""
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]))
+    (read, write), (queued, told) = os.pipe(), os.pipe()
+    if (pid := os.fork()) == 0:
+        record_batch_changes(session, [[0, 1]] * 2)
+        os.write(told, b"x")
+        os.read(read, 1)  # the first process has closed
+        plugin.stop()
+        os._exit(0)
+    os.read(queued, 1)  # the copy runs, its records queued
+    plugin.stop()
+    os.write(write, b"x")
+    os.waitpid(pid, 0)
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_forked_copy_keeps_its_folder_when_the_first_process_ends_first(
+        tmp_path: Path, writer: str) -> None:
+    """T141g: a forked copy of the engine (a worker) leaves its join mark as it starts afresh,
+    as a joining process does, so the first process ending before the copy's first write no
+    longer removes the folder as empty: the copy's records and ``probe_stop`` are kept. Its
+    records were dropped ("opening the capture ... failed: FileNotFoundError")."""
+    capture = tmp_path / "x.capture"
+    child = _child(PARENT_FIRST, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (2, 2, 0)

@@ -1630,6 +1630,8 @@ TESTS = {
               "test_a_copy_forked_as_its_parent_closes_keeps_its_own_records"],
     "T141f": ["tests/hostile/test_round23_attack23b.py::"
               "test_a_copy_ending_before_its_parents_first_write_leaves_its_folder"],
+    "T141g": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_forked_copy_keeps_its_folder_when_the_first_process_ends_first"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
