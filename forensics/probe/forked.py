@@ -21,6 +21,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from forensics.probe import owned
 from forensics.probe.thread_backend import ThreadBackend
 
 if TYPE_CHECKING:
@@ -48,10 +49,21 @@ def afresh(session: ProbeSession) -> None:
     of the parent's, new locks, a backend of the parent's kind with no writer yet."""
     _INHERITED.append(session.backend)
     session.counts = dict.fromkeys(session.counts, 0)
+    session.lost_to_signal = 0  # the parent's: the copy's probe_stop said it lost them
     session._ring = deque()
     session._since_flush = session.due_upto = 0
     session._started_event = False
     session._flushers, session._deferred, session._closer = {}, None, None
+    #: the parent's close, if another thread forked as it ran, is not the copy's: the copy's
+    #: close waited 60 s for it to end, then kept nothing of its own
+    session._stopping = session._ended = session._closed = False
+    #: the parent made the folder: a copy that ended before the parent's first write removed
+    #: it (empty), and the parent's capture with it
+    session.made_folder = False
+    if session.settings.owner:  # its mark, as a joining process leaves (owned.py): the first
+        # process, ending before the copy wrote, removed the folder as empty, the copy's
+        # records all dropped
+        owned.mark_joined(session.settings.capture, session.settings.owner)
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step

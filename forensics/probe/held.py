@@ -67,9 +67,31 @@ def _held() -> Iterator[None]:
         yield
     finally:
         _HOLDS.remove(previous)
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        _run_all([_call(previous[signum], signum, frame) for signum, frame in came])
+        raised = _put_back(previous)
+        _run_all([_call(previous[signum], signum, frame) for signum, frame in came]
+                 + ([_reraise(raised)] if raised is not None else []))
+
+
+def _put_back(previous: dict[int, Handler]) -> BaseException | None:
+    """Put back every handler of ``previous``; what a handler put back raised meanwhile (a
+    SIGINT that came as they were put back: ``KeyboardInterrupt``), caught to put back the
+    rest: it left every later one noting its signal for good, a SIGTERM never handled."""
+    raised, handlers, done = None, list(previous.items()), 0
+    while True:
+        try:  # the loop inside: a handler runs after a call or at the jump back
+            while done < len(handlers):
+                signal.signal(*handlers[done])
+                done += 1  # no call between: a raise before it puts the same one back again
+            return raised
+        except BaseException as exc:  # raised again once all are back
+            raised = raised or exc
+
+
+def _reraise(exc: BaseException) -> Callable[[], None]:
+    """An action raising ``exc`` again (:func:`_run_all`)."""
+    def again() -> None:
+        raise exc
+    return again
 
 
 def _call(handler: Handler, signum: int, frame: FrameType | None) -> Callable[[], None]:

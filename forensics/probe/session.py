@@ -204,9 +204,9 @@ class ProbeSession(FlushMarks):
             pending.seq = self.counts["records"]
             self._ring.append(pending)
             self._since_flush += 1
-            while len(self._ring) > self.settings.ring:
+            while len(self._ring) > self.settings.ring:  # counted first, no call between: a
+                self.counts["dropped"] += 1  # handler raising after popleft leaves it counted
                 self._ring.popleft()
-                self.counts["dropped"] += 1
             due = self._since_flush >= self.settings.flush_every
             if due:
                 self._since_flush = 0
@@ -395,23 +395,33 @@ class ProbeSession(FlushMarks):
         the writer; the writer thread (or process) ends. Never raises. Called while another
         thread closes it (a SIGTERM's handler), wait for that close (bounded: its final flush
         and the writer's end; the lock let go meanwhile, even by the thread interrupted)."""
+        with signals_held():  # a signal's handler runs once the close is over (held.py)
+            if began := self._begin_close():
+                try:
+                    self._close()
+                finally:
+                    with self._cv:
+                        self.leave_flush()
+                        self._ended = True
+                        self._cv.notify_all()
+        with self._cv:  # another thread's close: wait for it (its flush and writer's end)
+            if not began and self._closer != threading.get_ident():
+                self._cv.wait_for(lambda: self._ended, 2 * FLUSH_SECONDS)
+        self._run_deferred()
+
+    def _begin_close(self) -> bool:
+        """Mark the session stopping, this thread its closer and busy to the end (a SIGTERM
+        meanwhile waits for it: defer); False when a close began already. Signals held: a
+        SIGTERM's close that came once it was stopping and not yet busy returned at once and
+        killed the process, its records and ``probe_stop`` never written."""
+        if self._stopping:  # another's close: waited for, its lock too, outside the hold
+            return False
         with self._cv:
             if self._stopping:
-                if self._closer != threading.get_ident():
-                    self._cv.wait_for(lambda: self._ended, 2 * FLUSH_SECONDS)
-                return
+                return False
+            self.enter_flush()
             self._stopping, self._closer = True, threading.get_ident()
-            self.enter_flush()  # busy to the end: a SIGTERM meanwhile waits for it (defer)
-            self._cv.notify_all()
-        with signals_held():  # a signal's handler runs once the close is over (held.py)
-            try:
-                self._close()
-            finally:
-                with self._cv:
-                    self.leave_flush()
-                    self._ended = True
-                    self._cv.notify_all()
-        self._run_deferred()
+            return True
 
     def _close(self) -> None:
         """The body of :meth:`close`, once the session is stopping."""

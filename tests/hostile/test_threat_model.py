@@ -1644,6 +1644,20 @@ TESTS = {
               "test_a_tensor_file_of_no_record_is_refused_in_one_line"],
     "T139e": ["tests/hostile/test_round23_fix23b.py::"
               "test_two_threads_lifting_the_umask_leave_it_as_they_found_it"],
+    "T141a": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_sigint_as_a_holds_handlers_are_put_back_leaves_none_replaced"],
+    "T141b": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_record_the_ring_drops_as_a_handler_raises_is_counted"],
+    "T141c": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_signal_as_the_close_begins_waits_for_its_probe_stop"],
+    "T141d": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal"],
+    "T141e": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_copy_forked_as_its_parent_closes_keeps_its_own_records"],
+    "T141f": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_copy_ending_before_its_parents_first_write_leaves_its_folder"],
+    "T141g": ["tests/hostile/test_round23_attack23b.py::"
+              "test_a_forked_copy_keeps_its_folder_when_the_first_process_ends_first"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
