@@ -333,12 +333,28 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
     if not len(getattr(result, "records", (None,))):  # records not known: say what ran
         return f"{text}; no record to replay"
+    ran = outcomes[outcomes["variant"] == evidence.baseline]
+    if hasattr(result, "records") and not len(ran):  # records known, and it ran none
+        return f"{text}; {ran_none(evidence.baseline, result)}"
     if not len(raised):
         return f"{text}; the {evidence.baseline} replay raises nothing"
     first_row = raised.sort_values(["step", "rank"], kind="mergesort").iloc[0]
     exception = str(first_row["message"]).split(":", 1)[0] or str(first_row["status"])
     return (f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at step "
             f"{int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})")
+
+
+def ran_none(baseline: str, result: ReplayResult) -> str:
+    """That the ``baseline``'s replay ran none of ``result``'s records (summary records alone:
+    a log's least and greatest values, judged by their bounds): no run of it raised, nor ran
+    at all, so "raises nothing" would be said of no run."""
+    records = result.records
+    index = getattr(result, "index", None)
+    summaries = (int(index["summary"].sum()) if index is not None and "summary" in index
+                 else sum(bool(getattr(r, "summary", False)) for r in records))
+    why = (" (summary records: a log's least and greatest values, judged by their bounds "
+           "alone)" if summaries == len(records) else "")
+    return f"the {spanless(baseline)} replay runs none of its {len(records)} record(s){why}"
 
 
 def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) -> list[str]:
