@@ -30,3 +30,44 @@ def test_a_replay_of_summary_records_alone_is_not_said_to_raise_nothing(
             "and greatest values, judged by their bounds alone)") in out, out
     code, out, _ = run_cli(capsys, "known", capture, "--json")
     assert code == 0 and "raises nothing" not in out, out
+
+
+# ------------------------------ T142b: the histogram draws no resolved or unjudged value as open
+
+
+def test_the_histogram_draws_no_value_a_variant_resolves_or_cannot_judge_as_out_of_bounds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``plot --kind histogram --variant patched`` and the report's SVG histogram drew the
+    embedding's 248320, which patched resolves at its origin (its verdict there ``ok``; the
+    timeline draws it "resolved by patched"), and a log's summary value, which patched cannot
+    judge (``unjudged``), as red bars "out of bounds (every element)". The bars out of bounds
+    are those the variant leaves out of bounds; a note counts the others."""
+    import xml.etree.ElementTree as ET
+
+    import forensics
+    from forensics.present.scene.histogram import histogram_data
+    from forensics.present.svg import views
+
+    incident = Path(__file__).resolve().parents[2] / "data" / "incident-b-vocab-sentinel.capture"
+    result = forensics.replay(incident, ["upstream", "patched"])
+    assert result.verdicts["patched"]["embedding"] == "ok"
+    patched = histogram_data(result, "embedding", "patched")
+    assert patched.outside is None or int(patched.outside.sum()) == 0
+    assert "1 value(s) out of bounds not drawn: the variant resolves them" in \
+        patched.hidden_note()
+    upstream = histogram_data(result, "embedding", "upstream")
+    assert upstream.outside is not None and int(upstream.outside.sum()) == 1
+    assert "not drawn" not in upstream.hidden_note()
+    root = ET.fromstring(views.figure("histogram", result, site="embedding",
+                                      variant="patched").to_svg())
+    assert not [e for e in root.iter() if "open" in (e.get("class") or "").split()]
+
+    capture = tmp_path / "s.capture"
+    code, _, err = run_cli(capsys, "import", TESTS_DATA / "sm70_engine.log", "-o", capture)
+    assert code == 0, err
+    summary = forensics.replay(capture, ["upstream", "patched"])
+    assert summary.verdicts["patched"]["async_output"] == "unjudged"
+    unjudged = histogram_data(summary, "async_output", "patched")
+    assert unjudged.outside is None or int(unjudged.outside.sum()) == 0
+    assert unjudged.hidden_note() == ("1 value(s) out of bounds not drawn: the variant cannot "
+                                      "judge them")
