@@ -71,3 +71,28 @@ def test_the_histogram_draws_no_value_a_variant_resolves_or_cannot_judge_as_out_
     assert unjudged.outside is None or int(unjudged.outside.sum()) == 0
     assert unjudged.hidden_note() == ("1 value(s) out of bounds not drawn: the variant cannot "
                                       "judge them")
+
+
+# ------------------------------ T142c: the draft of a capture whose engine died says so
+
+
+def test_the_draft_of_a_capture_whose_engine_died_says_it_died(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A probe that started and never stopped (its process killed or crashed) leaves an
+    unexplained crash with no crash event: the draft of a new issue, titled "engine crash",
+    said only "What happened: the capture holds no crash event". It says the engine stopped
+    without the probe's stop, and after which step."""
+    import json
+    import shutil
+
+    capture = tmp_path / "d.capture"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "clean.capture", capture)
+    (capture / "expected.json").unlink()
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 1}) + "\n")
+    code, out, _ = run_cli(capsys, "summary", capture)
+    assert code == 0
+    (happened,) = [line for line in out.splitlines() if line.startswith("**What happened**")]
+    assert happened.endswith("The engine stopped without the probe's stop (killed or crashed) "
+                             "after step 200: the capture holds what was recorded up to "
+                             "then."), happened

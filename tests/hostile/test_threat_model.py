@@ -1622,6 +1622,8 @@ TESTS = {
               "test_a_replay_of_summary_records_alone_is_not_said_to_raise_nothing"],
     "T142b": ["tests/hostile/test_round23_attack23c.py::"
               "test_the_histogram_draws_no_value_a_variant_resolves_or_cannot_judge_as_out_of_bounds"],
+    "T142c": ["tests/hostile/test_round23_attack23c.py::"
+              "test_the_draft_of_a_capture_whose_engine_died_says_it_died"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
