@@ -96,3 +96,24 @@ def test_the_draft_of_a_capture_whose_engine_died_says_it_died(
     assert happened.endswith("The engine stopped without the probe's stop (killed or crashed) "
                              "after step 200: the capture holds what was recorded up to "
                              "then."), happened
+
+
+# ------------------------------ T142d: simulate's own fields are names of ours
+
+
+def test_redact_names_and_keeps_simulate_s_own_fields(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``redact`` of a capture ``simulate`` wrote said "dropped: creator, notes, simulation.*,
+    simulation.faults.* (*: fields of names forensics does not write, not named here)": the
+    fault names and ``injected`` are simulate's own. They are kept, as its ``clamps`` is."""
+    import json
+
+    source, out = tmp_path / "s.capture", tmp_path / "r.capture"
+    code, _, err = run_cli(capsys, "simulate", "vocab-sentinel", "-o", source, "--steps", "40")
+    assert code == 0, err
+    code, text, err = run_cli(capsys, "redact", source, "-o", out)
+    assert code == 0, err
+    assert "*" not in text and "does not write" not in text, text
+    simulation = json.loads((out / "manifest.json").read_text())["simulation"]
+    assert simulation["injected"] == {"vocab_sentinel": 1}
+    assert simulation["faults"]["vocab_sentinel"] == 0.05
