@@ -346,13 +346,13 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
 
 def ran_none(baseline: str, result: ReplayResult) -> str:
     """That the ``baseline``'s replay ran none of ``result``'s records (summary records alone:
-    a log's least and greatest values, judged by their bounds): no run of it raised, nor ran
-    at all, so "raises nothing" would be said of no run."""
+    a log's probe lines, a dump's ``summary`` records; each a least and a greatest value,
+    judged by its bounds): "raises nothing" would be said of no run."""
     records = result.records
     index = getattr(result, "index", None)
     summaries = (int(index["summary"].sum()) if index is not None and "summary" in index
                  else sum(bool(getattr(r, "summary", False)) for r in records))
-    why = (" (summary records: a log's least and greatest values, judged by their bounds "
+    why = (" (summary records: each a least and a greatest value, judged by its bounds "
            "alone)" if summaries == len(records) else "")
     return f"the {spanless(baseline)} replay runs none of its {len(records)} record(s){why}"
 

@@ -26,8 +26,8 @@ def test_a_replay_of_summary_records_alone_is_not_said_to_raise_nothing(
     code, out, _ = run_cli(capsys, "summary", capture, "--format", "text")
     assert code == 0
     assert "raises nothing" not in out, out
-    assert ("the upstream replay runs none of its 3 record(s) (summary records: a log's least "
-            "and greatest values, judged by their bounds alone)") in out, out
+    assert ("the upstream replay runs none of its 3 record(s) (summary records: each a least "
+            "and a greatest value, judged by its bounds alone)") in out, out
     code, out, _ = run_cli(capsys, "known", capture, "--json")
     assert code == 0 and "raises nothing" not in out, out
 
@@ -117,3 +117,27 @@ def test_redact_names_and_keeps_simulate_s_own_fields(
     simulation = json.loads((out / "manifest.json").read_text())["simulation"]
     assert simulation["injected"] == {"vocab_sentinel": 1}
     assert simulation["faults"]["vocab_sentinel"] == 0.05
+
+
+# ------------------------------ T142e: a summary record's min above its max
+
+
+def test_a_summary_record_whose_min_is_above_its_max_is_judged_on_both(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A summary record names two values, its ``min`` and its ``max``; one of ``min = 9`` and
+    ``max = -1`` (against 100 embedding rows) had only its ``min`` held to the lower bound and
+    its ``max`` to the upper: -1 was judged in range, and the capture "shows no failure to
+    report". Both values are held to the whole range."""
+    import torch
+
+    dump = tmp_path / "inv.pt"
+    torch.save([{"site": "embedding", "step": 15, "summary": True, "min": 9, "max": -1,
+                 "num_embeddings": 100}], dump)
+    capture = tmp_path / "inv.capture"
+    code, _, err = run_cli(capsys, "import", dump, "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0
+    assert out.startswith("upstream: violation at embedding; first embedding at step 15, rank "
+                          "0: value -1 of `input_ids` is outside the embedding rows (100 rows)"), \
+        out
