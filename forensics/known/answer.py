@@ -12,10 +12,11 @@ instead, with the next experiment for each.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import spanless
+from forensics.escaping import capped, spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -339,9 +340,19 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     if not len(raised):
         return f"{text}; the {evidence.baseline} replay raises nothing"
     first_row = raised.sort_values(["step", "rank"], kind="mergesort").iloc[0]
-    exception = str(first_row["message"]).split(":", 1)[0] or str(first_row["status"])
-    return (f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at step "
-            f"{int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})")
+    message = str(first_row["message"])
+    exception = message.split(":", 1)[0] or str(first_row["status"])
+    step = f"step {int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})"
+    if not EXCEPTION_NAME.fullmatch(exception):  # a child timed out, a deadline passed: no raise
+        return (f"{text}; the {evidence.baseline} replay of {step} ended unjudged: "
+                f"{spanless(capped(message, 200))}")
+    return f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at {step}"
+
+
+#: an exception's name as an ``error`` outcome's message begins with it (``IndexError``,
+#: ``torch.AcceleratorError``); a message of another head (``timed out after 1 s``, ``not
+#: judged: the overall deadline of N s passed``) tells of a record no run judged, not a raise
+EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def ran_none(baseline: str, result: ReplayResult) -> str:

@@ -141,3 +141,34 @@ def test_a_summary_record_whose_min_is_above_its_max_is_judged_on_both(
     assert out.startswith("upstream: violation at embedding; first embedding at step 15, rank "
                           "0: value -1 of `input_ids` is outside the embedding rows (100 rows)"), \
         out
+
+
+# ------------------------------ T142f: a record a child's deadline cut is no exception raised
+
+
+@pytest.mark.parametrize(("message", "said"), [
+    ("timed out after 1 s", "the vllm replay of step 5 (post_update, rank 0) ended unjudged: "
+                            "timed out after 1 s"),
+    ("not judged: the overall deadline of 9 s passed",
+     "the vllm replay of step 5 (post_update, rank 0) ended unjudged: not judged: the overall "
+     "deadline of 9 s passed"),
+    ("IndexError: index 7 is out of bounds", "the vllm replay raises IndexError at step 5 "
+                                             "(post_update, rank 0)")])
+def test_a_record_cut_by_a_deadline_is_not_said_to_raise(message: str, said: str) -> None:
+    """The ``vllm`` variant's V2 kernel worker ends a record past ``FORENSICS_CHILD_TIMEOUT``
+    (``error: timed out after N s``) and those an overall deadline leaves (``not judged:
+    ...``): the crash verdict's grounds read the message's head as the exception raised, "the
+    vllm replay raises timed out after 1 s at step 5", "raises not judged at step 5". They say
+    the record ended unjudged, and why; an exception's name is said as before."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from forensics.known.answer import what_was_seen
+    from forensics.known.evidence import Evidence
+
+    outcomes = pd.DataFrame([{"record": 0, "variant": "vllm", "site": "post_update", "step": 5,
+                              "rank": 0, "status": "error", "message": message}])
+    evidence = Evidence(findings=pd.DataFrame(), baseline="vllm", events=[])
+    seen = what_was_seen(evidence, SimpleNamespace(outcomes=outcomes, records=[None]))  # type: ignore[arg-type]
+    assert seen == f"no crash event in the capture; {said}", seen
