@@ -172,3 +172,24 @@ def test_a_record_cut_by_a_deadline_is_not_said_to_raise(message: str, said: str
     evidence = Evidence(findings=pd.DataFrame(), baseline="vllm", events=[])
     seen = what_was_seen(evidence, SimpleNamespace(outcomes=outcomes, records=[None]))  # type: ignore[arg-type]
     assert seen == f"no crash event in the capture; {said}", seen
+
+
+# ------------------------------ T142g: a summary record holding its site's values is refused
+
+
+def test_a_summary_record_holding_its_site_s_values_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dump's summary record judged by its ``min`` (0) and ``max`` (5) alone left the
+    ``input_ids = [5, 200]`` it also held (100 embedding rows) unjudged: "upstream: no
+    violation". Such a record is refused in one line naming the record, the field and the fix,
+    nothing written."""
+    import torch
+
+    dump = tmp_path / "both.pt"
+    torch.save([{"site": "embedding", "step": 15, "summary": True, "min": 0, "max": 5,
+                 "num_embeddings": 100, "input_ids": torch.tensor([5, 200])}], dump)
+    capture = tmp_path / "both.capture"
+    code, _, err = run_cli(capsys, "import", dump, "-o", capture)
+    assert code == 2 and not capture.exists()
+    assert err.count("\n") == 1 and ("record 0 in '" in err and "summary record holds the "
+                                     "field 'input_ids'" in err and "drop 'summary'" in err), err
