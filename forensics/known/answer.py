@@ -84,9 +84,23 @@ class KnownAnswer:
     #: cannot see (:func:`~forensics.known.evidence.unseen`): with no finding of their own, the
     #: crash is not judged
     unseen: int = 0
+    #: of :attr:`unseen`, the values of summary records (a log's or a dump's least and greatest
+    #: values, which nothing replays), not of reads inside an allocation
+    unseen_summaries: int = 0
     #: where the values out of range that the engine's code finds come, every one after the
     #: last crash event (:func:`after_crash`), or ``""``
     after_crash: str = ""
+
+    def unseen_why(self) -> str:
+        """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
+        inside an allocation, summary records, or both (summary records' values were said to
+        be "an access inside an allocation")."""
+        inside = "an access inside an allocation, which Triton's interpreter does not flag"
+        summary = ("the least and greatest values of summary records, which no variant but the "
+                   "baseline judges: nothing there is replayed")
+        if not self.unseen_summaries:
+            return inside
+        return summary if self.unseen_summaries >= self.unseen else f"{inside}; or {summary}"
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -120,9 +134,8 @@ class KnownAnswer:
             return ("Not judged: the capture holds a crash, and no variant of the engine's code "
                     "replayed finds a captured value out of range where it can see one, but "
                     f"{self.unseen} value(s) out of range that the models find lie where it "
-                    "cannot see (an access inside an allocation, which Triton's interpreter does "
-                    "not flag), so whether the captured values explain the crash is not known: "
-                    "replay with upstream too.")
+                    f"cannot see ({self.unseen_why()}), so whether the captured values explain "
+                    "the crash is not known: replay with upstream too.")
         if self.crash_verdict == NOT_JUDGED:
             return ("Not judged: the capture holds a crash, but no variant of the engine's code "
                     f"({' or '.join(sorted(ENGINE_CODE))}) was replayed, so whether the "
@@ -285,6 +298,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        unjudged_facts=unjudged_of(capture or result.capture),
                        unseen=unseen(findings, engine_variants(evidence))
                        if verdict == NOT_JUDGED else 0,
+                       unseen_summaries=unseen_summaries(result, engine_variants(evidence))
+                       if verdict == NOT_JUDGED else 0,
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
@@ -353,6 +368,21 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
 #: ``torch.AcceleratorError``); a message of another head (``timed out after 1 s``, ``not
 #: judged: the overall deadline of N s passed``) tells of a record no run judged, not a raise
 EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def unseen_summaries(result: ReplayResult, variants: frozenset[str]) -> int:
+    """How many of the out-of-range findings of ``variants`` that they cannot see
+    (:func:`~forensics.known.evidence.unseen`) are of summary records (by the result's index)."""
+    findings, index = result.findings, getattr(result, "index", None)
+    if not len(findings) or index is None or "summary" not in index \
+            or "record" not in findings or "judged" not in findings:
+        return 0
+    blind = [judged is False for judged in findings["judged"].tolist()]  # numpy's as Python's
+    rows = findings[(findings["kind"] == "out_of_bounds").to_numpy(dtype=bool)
+                    & findings["variant"].isin(sorted(variants)).to_numpy(dtype=bool)
+                    & blind]
+    flags = index["summary"].to_numpy(dtype=bool)
+    return sum(bool(flags[int(r)]) for r in rows["record"] if 0 <= int(r) < len(flags))
 
 
 def ran_none(baseline: str, result: ReplayResult) -> str:

@@ -193,3 +193,24 @@ def test_a_summary_record_holding_its_site_s_values_is_refused(
     assert code == 2 and not capture.exists()
     assert err.count("\n") == 1 and ("record 0 in '" in err and "summary record holds the "
                                      "field 'input_ids'" in err and "drop 'summary'" in err), err
+
+
+# ------------------------------ T142h: summary records are no reads inside an allocation
+
+
+def test_values_of_summary_records_are_not_said_to_be_reads_inside_an_allocation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Replayed through ``patched`` then ``vllm`` (no baseline of the engine's code), a log's
+    summary records leave the crash not judged: the lead said their values "lie where it
+    cannot see (an access inside an allocation, which Triton's interpreter does not flag)",
+    of values no variant read at all. It says they are summary records' values."""
+    capture = tmp_path / "s.capture"
+    code, _, err = run_cli(capsys, "import", TESTS_DATA / "sm70_engine.log", "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "summary", capture, "--variant", "patched",
+                           "--variant", "vllm")
+    assert code == 0
+    assert "an access inside an allocation" not in out, out
+    assert ("3 value(s) out of range that the models find lie where it cannot see (the least "
+            "and greatest values of summary records, which no variant but the baseline judges: "
+            "nothing there is replayed)") in out, out
