@@ -214,3 +214,28 @@ def test_values_of_summary_records_are_not_said_to_be_reads_inside_an_allocation
     assert ("3 value(s) out of range that the models find lie where it cannot see (the least "
             "and greatest values of summary records, which no variant but the baseline judges: "
             "nothing there is replayed)") in out, out
+
+
+# ------------------------------ T142i: a dump's summary records are no log's
+
+
+def test_a_dump_s_summary_records_are_not_called_a_log_s(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The conclusion said a site of a ``.pt`` dump's summary records held "summary records
+    only (a log's min/max, no tensors)" and that "only the logged values" stood: no log was
+    read. It names a log's or a dump's min/max, and the recorded values."""
+    import torch
+
+    dump = tmp_path / "s.pt"
+    torch.save([{"site": "embedding", "step": 15, "summary": True, "min": 0, "max": 100,
+                 "num_embeddings": 100}], dump)
+    capture = tmp_path / "s.capture"
+    code, _, err = run_cli(capsys, "import", dump, "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "replay", capture)
+    assert code == 0
+    text = " ".join(out.split())
+    assert "a log's min/max" not in text and "logged values" not in text, text
+    assert ("embedding holds summary records only (a log's or a dump's min/max, no tensors): "
+            "nothing there can be replayed, so patched cannot be judged there (unjudged); only "
+            "the recorded values against their bound (upstream) stand.") in text, text

@@ -1634,6 +1634,8 @@ TESTS = {
               "test_a_summary_record_holding_its_site_s_values_is_refused"],
     "T142h": ["tests/hostile/test_round23_attack23c.py::"
               "test_values_of_summary_records_are_not_said_to_be_reads_inside_an_allocation"],
+    "T142i": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_dump_s_summary_records_are_not_called_a_log_s"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
