@@ -239,3 +239,23 @@ def test_a_dump_s_summary_records_are_not_called_a_log_s(
     assert ("embedding holds summary records only (a log's or a dump's min/max, no tensors): "
             "nothing there can be replayed, so patched cannot be judged there (unjudged); only "
             "the recorded values against their bound (upstream) stand.") in text, text
+
+
+# ------------------------------ T142j: no known issue matched on a value the variant cannot judge
+
+
+def test_a_known_issue_is_not_matched_on_a_value_the_variant_cannot_judge(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Replayed through ``patched`` then ``vllm``, a signature is looked for in ``vllm``'s
+    findings: a log's summary values, which ``vllm`` cannot judge (its verdict ``unjudged``),
+    matched ``vocab-size-sentinel-counted`` as "vllm finds async_output step 0: value 248320".
+    The entry is not judged, saying ``vllm`` cannot judge the value."""
+    capture = tmp_path / "s.capture"
+    code, _, err = run_cli(capsys, "import", TESTS_DATA / "sm70_engine.log", "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "known", capture, "--variant", "patched", "--variant", "vllm")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "MATCH vocab-size-sentinel-counted" not in text and "vllm finds" not in text, text
+    assert ("? vocab-size-sentinel-counted: not judged: vllm cannot judge async_output step 0: "
+            "value 248320 used at out.output_token_ids (vocab_size)") in text, text
