@@ -90,6 +90,7 @@ def validate_record(record: Record, where: str, *, typed: bool = False,
                                  "give the tensor-parallel rank")
     record.step, record.rank = int(record.step), int(record.rank)
     if record.summary:
+        _refuse_values(record, where)
         return _validate_summary(record, site.summary_bound, where)
     key = (signature or value_signature(record)) if typed else ()
     if key in _TYPED_OK:  # typed, and the same names, types and ranks passed before
@@ -284,6 +285,25 @@ def remember_signature(cache: set[tuple[Any, ...]] | dict[tuple[Any, ...], Any],
         cache.add(signature)
     else:
         cache[signature] = value
+
+
+#: the field kinds that hold a record's values (ids, rows): what a summary record stands for
+VALUE_KINDS = ("tensor", "ragged")
+
+
+def _refuse_values(record: Record, where: str) -> None:
+    """Refuse a summary record that holds values of its site's own (a tensor field, or its
+    ``_after``): judged by its ``min`` and ``max`` alone, they went unjudged ("no violation"
+    of a record holding ``input_ids = [5, 200]`` against 100 rows, its ``max`` said 5)."""
+    specs = site_field_specs(record.site)
+    held = sorted(name for name in record.fields if getattr(
+        specs.get(name[:-len("_after")] if name.endswith("_after") else name), "kind", None)
+        in VALUE_KINDS)
+    if held:
+        raise CaptureFormatError(
+            f"{where}: summary record holds the field {held[0]!r}, values of its site that a "
+            "summary record's min and max stand for, and which nothing would judge; drop "
+            f"'summary' to judge the record's values, or drop {held[0]!r}")
 
 
 def _validate_summary(record: Record, bound: str, where: str) -> Record:

@@ -132,11 +132,14 @@ def summary_indexed(site: str) -> str | None:
 def summary_range(record: Record) -> tuple[str, int, int, int, int]:
     """A summary record's ``(tensor, min, max, lower, upper)``: its values lie in ``[0,
     bound)`` of its site's ``summary_bound`` field; the tensor is its ``tensor`` field, else
-    its site's ``summary_tensor``."""
+    its site's ``summary_tensor``. The least and the greatest of the two values it names (a
+    ``min`` above its ``max`` names both all the same: ``max = -1`` below ``min = 9`` was
+    judged in range, only ``min`` held to the lower bound)."""
     site = get_site(record.site)
     tensor = record.get("tensor")
-    return (tensor if isinstance(tensor, str) else site.summary_tensor, record["min"],
-            record["max"], 0, int(record[site.summary_bound]))
+    low, high = sorted((int(record["min"]), int(record["max"])))
+    return (tensor if isinstance(tensor, str) else site.summary_tensor, low, high, 0,
+            int(record[site.summary_bound]))
 
 
 def judge_record(record: Record, outcome: Outcome | None) -> Findings:

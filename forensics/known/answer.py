@@ -12,10 +12,11 @@ instead, with the next experiment for each.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.escaping import spanless
+from forensics.escaping import capped, spanless
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -83,9 +84,23 @@ class KnownAnswer:
     #: cannot see (:func:`~forensics.known.evidence.unseen`): with no finding of their own, the
     #: crash is not judged
     unseen: int = 0
+    #: of :attr:`unseen`, the values of summary records (a log's or a dump's least and greatest
+    #: values, which nothing replays), not of reads inside an allocation
+    unseen_summaries: int = 0
     #: where the values out of range that the engine's code finds come, every one after the
     #: last crash event (:func:`after_crash`), or ``""``
     after_crash: str = ""
+
+    def unseen_why(self) -> str:
+        """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
+        inside an allocation, summary records, or both (summary records' values were said to
+        be "an access inside an allocation")."""
+        inside = "an access inside an allocation, which Triton's interpreter does not flag"
+        summary = ("the least and greatest values of summary records, which no variant but the "
+                   "baseline judges: nothing there is replayed")
+        if not self.unseen_summaries:
+            return inside
+        return summary if self.unseen_summaries >= self.unseen else f"{inside}; or {summary}"
 
     def verdict_text(self) -> str:
         """``"crash verdict no crash (no crash event in the capture; the replay raises
@@ -119,9 +134,8 @@ class KnownAnswer:
             return ("Not judged: the capture holds a crash, and no variant of the engine's code "
                     "replayed finds a captured value out of range where it can see one, but "
                     f"{self.unseen} value(s) out of range that the models find lie where it "
-                    "cannot see (an access inside an allocation, which Triton's interpreter does "
-                    "not flag), so whether the captured values explain the crash is not known: "
-                    "replay with upstream too.")
+                    f"cannot see ({self.unseen_why()}), so whether the captured values explain "
+                    "the crash is not known: replay with upstream too.")
         if self.crash_verdict == NOT_JUDGED:
             return ("Not judged: the capture holds a crash, but no variant of the engine's code "
                     f"({' or '.join(sorted(ENGINE_CODE))}) was replayed, so whether the "
@@ -284,6 +298,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        unjudged_facts=unjudged_of(capture or result.capture),
                        unseen=unseen(findings, engine_variants(evidence))
                        if verdict == NOT_JUDGED else 0,
+                       unseen_summaries=unseen_summaries(result, engine_variants(evidence))
+                       if verdict == NOT_JUDGED else 0,
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
@@ -333,12 +349,53 @@ def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     raised = outcomes[(outcomes["variant"] == evidence.baseline) & (outcomes["status"] != "ok")]
     if not len(getattr(result, "records", (None,))):  # records not known: say what ran
         return f"{text}; no record to replay"
+    ran = outcomes[outcomes["variant"] == evidence.baseline]
+    if hasattr(result, "records") and not len(ran):  # records known, and it ran none
+        return f"{text}; {ran_none(evidence.baseline, result)}"
     if not len(raised):
         return f"{text}; the {evidence.baseline} replay raises nothing"
     first_row = raised.sort_values(["step", "rank"], kind="mergesort").iloc[0]
-    exception = str(first_row["message"]).split(":", 1)[0] or str(first_row["status"])
-    return (f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at step "
-            f"{int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})")
+    message = str(first_row["message"])
+    exception = message.split(":", 1)[0] or str(first_row["status"])
+    step = f"step {int(first_row['step'])} ({first_row['site']}, rank {int(first_row['rank'])})"
+    if not EXCEPTION_NAME.fullmatch(exception):  # a child timed out, a deadline passed: no raise
+        return (f"{text}; the {evidence.baseline} replay of {step} ended unjudged: "
+                f"{spanless(capped(message, 200))}")
+    return f"{text}; the {evidence.baseline} replay raises {spanless(exception)} at {step}"
+
+
+#: an exception's name as an ``error`` outcome's message begins with it (``IndexError``,
+#: ``torch.AcceleratorError``); a message of another head (``timed out after 1 s``, ``not
+#: judged: the overall deadline of N s passed``) tells of a record no run judged, not a raise
+EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def unseen_summaries(result: ReplayResult, variants: frozenset[str]) -> int:
+    """How many of the out-of-range findings of ``variants`` that they cannot see
+    (:func:`~forensics.known.evidence.unseen`) are of summary records (by the result's index)."""
+    findings, index = result.findings, getattr(result, "index", None)
+    if not len(findings) or index is None or "summary" not in index \
+            or "record" not in findings or "judged" not in findings:
+        return 0
+    blind = [judged is False for judged in findings["judged"].tolist()]  # numpy's as Python's
+    rows = findings[(findings["kind"] == "out_of_bounds").to_numpy(dtype=bool)
+                    & findings["variant"].isin(sorted(variants)).to_numpy(dtype=bool)
+                    & blind]
+    flags = index["summary"].to_numpy(dtype=bool)
+    return sum(bool(flags[int(r)]) for r in rows["record"] if 0 <= int(r) < len(flags))
+
+
+def ran_none(baseline: str, result: ReplayResult) -> str:
+    """That the ``baseline``'s replay ran none of ``result``'s records (summary records alone:
+    a log's probe lines, a dump's ``summary`` records; each a least and a greatest value,
+    judged by its bounds): "raises nothing" would be said of no run."""
+    records = result.records
+    index = getattr(result, "index", None)
+    summaries = (int(index["summary"].sum()) if index is not None and "summary" in index
+                 else sum(bool(getattr(r, "summary", False)) for r in records))
+    why = (" (summary records: each a least and a greatest value, judged by its bounds "
+           "alone)" if summaries == len(records) else "")
+    return f"the {spanless(baseline)} replay runs none of its {len(records)} record(s){why}"
 
 
 def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) -> list[str]:

@@ -140,14 +140,21 @@ def _finding(spec: dict[str, Any], evidence: Evidence) -> Check:
     rows = _narrowed(frame[frame["variant"] == variant], spec) if len(frame) else frame
     bounds = evidence.id_bounds() if len(rows) else set()
     unsure = None  # a row that matches but for an origin not searched (unknown, not none)
+    blind = None  # a row that matches, of a value the variant cannot judge (``judged`` false)
     for row in _each_row(rows, spec):
         if all(_field_matches(row, key, spec[key], bounds) for key in spec if key != "variant"):
-            if not _origin_unknown(row, spec, evidence):
+            if row.get("judged") is False:
+                blind = blind or row
+            elif not _origin_unknown(row, spec, evidence):
                 return Check(True, f"{variant} finds {_describe(row, bounds)}", row.get("kind"))
-            unsure = unsure or row
+            else:
+                unsure = unsure or row
     if unsure is not None:
         return Check(None, f"{variant} finds {_describe(unsure, bounds)}, its origin not "
                            "searched in the earlier steps: unknown, not none")
+    if blind is not None:
+        return Check(None, f"{variant} cannot judge {_describe(blind, bounds)} (a summary "
+                           "record's value, or a read it cannot see): unknown")
     wanted = ", ".join(f"{k} {'/'.join(map(str, _one_of(v)))}" for k, v in spec.items())
     return Check(False, f"no finding with {wanted}")
 
@@ -173,8 +180,10 @@ def _narrowed(rows: Any, spec: dict[str, Any]) -> Any:
     return rows
 
 
-#: the columns a clause's match reads (its own keys, then :func:`value_class`'s inputs)
-_MATCH_INPUTS = ("kind", "value", "lower", "upper", "indexed", "value_class", "origin")
+#: the columns a clause's match reads (its own keys, then :func:`value_class`'s inputs, and
+#: whether the variant judged the finding)
+_MATCH_INPUTS = ("kind", "value", "lower", "upper", "indexed", "value_class", "origin",
+                 "judged")
 
 
 def _each_row(rows: Any, spec: dict[str, Any]) -> Iterator[dict[str, Any]]:

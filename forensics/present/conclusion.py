@@ -198,9 +198,9 @@ class Conclusion:
             return ""
         sites = ", ".join(self.summary_only)
         return (f"{sites} {'holds' if len(self.summary_only) == 1 else 'hold'} summary records "
-                f"only (a log's min/max, no tensors): nothing there can be replayed, so "
-                f"{', '.join(others)} cannot be judged there (unjudged); only the logged values "
-                f"against their bound ({self.baseline}) stand.")
+                f"only (a log's or a dump's min/max, no tensors): nothing there can be "
+                f"replayed, so {', '.join(others)} cannot be judged there (unjudged); only the "
+                f"recorded values against their bound ({self.baseline}) stand.")
 
     def unseen_sentence(self, variant: str) -> str:
         """Which baseline findings ``variant`` cannot see, or ``""``."""

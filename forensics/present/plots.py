@@ -424,7 +424,8 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
 
     In range (:data:`IN_RANGE_COLOR`): the smallest and largest value of each record (from
     ``result.bounds``). Out of bounds (:data:`VIOLATION_COLOR`): every offending element of the
-    findings. The valid range is shaded and its bound drawn and named; the sentinels ``-1``
+    findings the variant leaves out of bounds (those it resolves or cannot judge: a note). The
+    valid range is shaded and its bound drawn and named; the sentinels ``-1``
     (async placeholder, or a new row) and ``vocab_size`` (a rejection sentinel) are annotated.
     When the valid range is wide, the x axis shows ``window`` values on each side of ``lower``
     and of ``upper`` with a break between them; values farther out sit on a window's edge.
@@ -476,7 +477,7 @@ def _draw_histogram(ax: Axes, data: HistogramData) -> None:
     else:
         _empty(ax, "no values")
     _plain_counts(ax)
-    if data.hidden:
+    if data.hidden_note():
         ax.text(0.5, 0.9, data.hidden_note(), transform=ax.transAxes, ha="center", fontsize=7,
                 color="#555555", zorder=6,
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})

@@ -28,6 +28,7 @@ from forensics.present.capture_facts import (
     fact_text,
     ordinal_sentence,
     shrunk_sentence,
+    stopped_sentence,
     version_sentence,
 )
 from forensics.present.conclusion import Conclusion, conclude, describe_finding
@@ -206,11 +207,16 @@ def known_markdown(conclusion: Conclusion) -> list[str]:
 
 def _happened(conclusion: Conclusion) -> str:
     """The draft's "what happened": where the capture's crash events are listed, or that it
-    holds none (they were said to be listed under Capture, where none was)."""
+    holds none (they were said to be listed under Capture, where none was); and that the
+    engine stopped without the probe's stop, where it did (a process killed or crashed: "the
+    capture holds no crash event" was all it said of an engine that died)."""
     facts = "its facts (model, speculative method, async scheduling, versions)"
+    stopped = conclusion.facts.get("stopped_after")
+    died = "" if stopped is None else " " + stopped_sentence(stopped)
     if conclusion.facts.get("events"):
-        return f"the capture's crash events are listed under Capture below; {facts} with them."
-    return f"the capture holds no crash event; {facts} are listed under Capture below."
+        return (f"the capture's crash events are listed under Capture below; {facts} with "
+                f"them.{died}")
+    return f"the capture holds no crash event; {facts} are listed under Capture below.{died}"
 
 
 def _draft_title(conclusion: Conclusion) -> str:

@@ -79,11 +79,16 @@ def closed_values() -> frozenset[str]:
 
 @functools.cache
 def closed_keys() -> frozenset[str]:
-    """Every dict key a redacted capture may keep: :data:`KEYS` and the sites' field names."""
+    """Every dict key a redacted capture may keep: :data:`KEYS`, the sites' field names and
+    ``simulate``'s own (each fault's name, under ``faults``, ``forced_faults`` and
+    ``injected``: names of ours, once dropped as "fields of names forensics does not write")."""
+    from forensics.simulator.scenarios import FAULTS, SCENARIOS
     from forensics.sites import REGISTRY
 
     fields = {name for site in REGISTRY.values() for name in site_field_names(site)}
-    return frozenset((*KEYS, *fields, *(f"{name}_after" for name in fields)))
+    faults = {*FAULTS, *(name for sc in SCENARIOS.values() for name, _ in sc.v2_faults)}
+    return frozenset((*KEYS, *fields, *(f"{name}_after" for name in fields), *faults,
+                      "injected"))
 
 
 @functools.cache

@@ -1658,6 +1658,26 @@ TESTS = {
               "test_a_copy_ending_before_its_parents_first_write_leaves_its_folder"],
     "T141g": ["tests/hostile/test_round23_attack23b.py::"
               "test_a_forked_copy_keeps_its_folder_when_the_first_process_ends_first"],
+    "T142a": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_replay_of_summary_records_alone_is_not_said_to_raise_nothing"],
+    "T142b": ["tests/hostile/test_round23_attack23c.py::"
+              "test_the_histogram_draws_no_value_a_variant_resolves_or_cannot_judge_as_out_of_bounds"],
+    "T142c": ["tests/hostile/test_round23_attack23c.py::"
+              "test_the_draft_of_a_capture_whose_engine_died_says_it_died"],
+    "T142d": ["tests/hostile/test_round23_attack23c.py::"
+              "test_redact_names_and_keeps_simulate_s_own_fields"],
+    "T142e": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_summary_record_whose_min_is_above_its_max_is_judged_on_both"],
+    "T142f": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_record_cut_by_a_deadline_is_not_said_to_raise"],
+    "T142g": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_summary_record_holding_its_site_s_values_is_refused"],
+    "T142h": ["tests/hostile/test_round23_attack23c.py::"
+              "test_values_of_summary_records_are_not_said_to_be_reads_inside_an_allocation"],
+    "T142i": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_dump_s_summary_records_are_not_called_a_log_s"],
+    "T142j": ["tests/hostile/test_round23_attack23c.py::"
+              "test_a_known_issue_is_not_matched_on_a_value_the_variant_cannot_judge"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -123,7 +123,7 @@ def heatmap_data(result: Any, site: str | None = None, variant: str | None = Non
     variant = chosen_variant(result, variant)
     site = chosen_site(result, site, variant)
     title = title_text(result, site, variant, HEATMAP_WHAT)
-    oob, settled = _open_and_settled(_with_steps(out_of_bounds(result, site, variant)))
+    oob, settled = open_and_settled(_with_steps(out_of_bounds(result, site, variant)))
     steps, rows = _heatmap_span(result, site, [variant, *(align or [])])
     if not len(steps.values):
         return HeatmapData(title, variant, [], rows.labels(), np.zeros((rows.count, 0)), [], [],
@@ -168,7 +168,7 @@ class Cells:
         return [int(v) for v in self.values[(np.arange(count) * n + count - 1) // count]]
 
 
-def _open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def open_and_settled(oob: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The out-of-bounds findings split: those still out of bounds (judged, unresolved), and
     the others (resolved, or not judged), which are never coloured as out of bounds."""
     if not len(oob):

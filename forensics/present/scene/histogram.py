@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forensics.present.scene.heatmap import step_ticks
+from forensics.present.scene.heatmap import open_and_settled, step_ticks
 from forensics.present.selection import (
     EXACT_FLOAT,
     TensorChoice,
@@ -31,15 +31,20 @@ MAX_WINDOW = 1024
 
 
 def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
-                    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str]]:
-    """(bounds rows drawn, in-range extremes of each record, every offending value (int64,
-    exact), tensors drawn, tensors omitted for being on another scale)."""
+                    ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str],
+                               tuple[int, int]]:
+    """(bounds rows drawn, in-range extremes of each record, every offending value the variant
+    leaves out of bounds (int64, exact), tensors drawn, tensors omitted for being on another
+    scale, and the offending values it resolves and cannot judge: never drawn as out of
+    bounds, as the heatmap colours none of them)."""
     frame, _ = bounds_frame(result, site, variant)
     oob = out_of_bounds(result, site, variant)
     drawn, omitted = tensors_to_draw(frame, tensor)
     if drawn or tensor is not None:
         frame = frame[frame["tensor"].astype(str).isin(drawn)]
         oob = oob[oob["tensor"].astype(str).isin(drawn)] if len(oob) else oob
+    oob, settled = open_and_settled(oob)
+    resolved = int((settled["resolved"] == True).sum()) if len(settled) else 0  # noqa: E712
     inside = np.array([], dtype="int64")
     for column in ("min", "max") if len(frame) else ():
         ok = ((frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])).fillna(False)
@@ -47,7 +52,7 @@ def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
                                  .dropna().to_numpy(dtype="int64")])
     outside = (oob["value"].dropna().to_numpy(dtype="int64") if len(oob)
                else np.array([], dtype="int64"))
-    return frame, inside, outside, drawn, omitted
+    return frame, inside, outside, drawn, omitted, (resolved, len(settled) - resolved)
 
 
 def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
@@ -149,6 +154,9 @@ class HistogramData:
     hidden: int
     sentinels: list[tuple[int, str, int]]
     omitted: list[str]
+    #: the offending values of the findings the variant resolves, and of those it cannot
+    #: judge: not drawn (the bars out of bounds are the values it leaves out of bounds)
+    settled: tuple[int, int] = (0, 0)
 
     def ylim(self) -> tuple[float, float]:
         """The count axis' range: from below 1 to three times the tallest bar (at least 10)."""
@@ -171,9 +179,16 @@ class HistogramData:
                 None if self.lower is None else f"valid bound: lower = {self.lower}")
 
     def hidden_note(self) -> str:
-        """The note on in-range values not shown ("" when none)."""
-        return (f"{self.hidden} in-range values far from both bounds not shown"
-                if self.hidden else "")
+        """The note on in-range values not shown and on offending values not drawn as out of
+        bounds, resolved or not judged by the variant ("" when none)."""
+        resolved, unseen = self.settled
+        notes = [f"{self.hidden} in-range values far from both bounds not shown"
+                 if self.hidden else "",
+                 f"{resolved} value(s) out of bounds not drawn: the variant resolves them"
+                 if resolved else "",
+                 f"{unseen} value(s) out of bounds not drawn: the variant cannot judge them"
+                 if unseen else ""]
+        return "\n".join(note for note in notes if note)
 
     def omitted_note(self) -> str:
         """The note on tensors on another scale, not drawn."""
@@ -190,7 +205,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     """The data of :func:`~forensics.present.plots.plot_value_histogram` (its arguments)."""
     variant = chosen_variant(result, variant)
     site = chosen_site(result, site, variant)
-    frame, inside, outside, drawn, omitted = _histogram_data(result, site, variant, tensor)
+    frame, inside, outside, drawn, omitted, settled = _histogram_data(result, site, variant,
+                                                                      tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
     lower, upper = _range_of(frame)
     laid = _laid_out(lower, upper, outside)
@@ -210,7 +226,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
               + (" — broken axis: values near each bound" if axis.broken else ""))
     return HistogramData(title_text(result, site, variant, HISTOGRAM_WHAT), xlabel, axis,
                          lower, upper, edges, low, high, len(inside) - len(shown_in),
-                         [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted)
+                         [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted,
+                         settled)
 
 
 def _range_of(frame: pd.DataFrame) -> tuple[int | None, int | None]:

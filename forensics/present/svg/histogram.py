@@ -54,7 +54,7 @@ def histogram_panel(result: Any, site: str | None = None, variant: str | None = 
         panel.vnote(x, text, VIOLATION_COLOR, side=side, role="note sentinel")
     if data.axis.broken:
         _break(panel, data)
-    if data.hidden:
+    if data.hidden_note():
         panel.text(0.5, 0.92, data.hidden_note(), anchor="middle", role="note hidden")
     if data.omitted:
         panel.text(0.99, 0.6, data.omitted_note(), anchor="end", role="note omitted")
