@@ -112,3 +112,83 @@ def test_the_pytest_plugin_refuses_an_empty_root(tmp_path: Path,
     assert "--forensics-captures" in empty[0][1] and "the path '' is empty" in empty[0][1]
     found, empty = _collected(_Config("x.capture"))  # type: ignore[arg-type]
     assert [p.name for p in found] == ["x.capture"] and empty == []
+
+
+# ------------------------- T140d: two processes' tracebacks interleaved line by line: 2 crashes
+
+#: a tensor-parallel worker's traceback as vLLM logs it, each line with the worker's prefix
+WORKER = ["Traceback (most recent call last):",
+          '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 3575, in execute_model',
+          "    self.prepare_inputs_event.synchronize()",
+          "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+
+
+def _worker(rank: int) -> list[str]:
+    """Worker ``rank``'s traceback lines, each with its log prefix."""
+    return [f"(Worker_TP{rank} pid={100 + rank}) ERROR 12-02 10:46:44 [multiproc.py:9] {line}"
+            for line in WORKER]
+
+
+def _crashes(tmp_path: Path, lines: list[str]) -> list[tuple[str, str | None, str | None]]:
+    """The events ``import`` reads of a log of ``lines``: (kind, exception, location)."""
+    from forensics.importers import read_source
+
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    return [(e["kind"], e.get("exception"), e.get("location"))
+            for e in read_source(log).events]
+
+
+def test_two_workers_tracebacks_interleaved_are_two_crashes(tmp_path: Path) -> None:
+    """Two workers' tracebacks written line by line at once (vLLM prefixes and writes each
+    line by itself) are two crash events, each with its exception and frame, as written one
+    after the other: they were 6 events of their lines, 2 "engine_exception" of a "Traceback"
+    line, and "6 crash event(s)" said of 2 crashes."""
+    one, two = _worker(0), _worker(1)
+    apart = _crashes(tmp_path, one + two)
+    assert len(apart) == 2 and apart[0][1] == WORKER[-1] and apart[0][2] == WORKER[1].strip()
+    mixed = [line for pair in zip(one, two, strict=True) for line in pair]
+    assert _crashes(tmp_path, mixed) == apart
+    # a chain cut by another process's line that is no chain's (an INFO line) goes on too
+    info = "(APIServer pid=1) INFO 12-02 10:46:44 [loggers.py:271] Engine 000: Running: 2 reqs"
+    assert _crashes(tmp_path, [x for line in one for x in (line, info)]) == apart[:1]
+
+
+# --------------------- T140e: an escape past Unicode is no request id repr prints
+
+
+def test_an_id_escaped_past_unicode_is_no_printed_id() -> None:
+    """``'\\U00110000'`` (no code point: ``repr`` writes no such escape) makes the list no list
+    of printed ids, so the dump's batch is unknown: it was read as the empty id, and two such
+    ids as one request."""
+    from forensics.errors import CaptureFormatError
+    from forensics.importers.crash_dump import parse_scheduler_output
+    from forensics.importers.quoted import quoted_list
+
+    assert quoted_list(r"'\U00110000', 'b']", 0) is None
+    assert quoted_list(r"'\U0010ffff', '\ud800', 'b']", 0) == ["\U0010ffff", "\ud800", "b"]
+    with pytest.raises(CaptureFormatError, match="not a list of quoted request ids"):
+        parse_scheduler_output(r"CachedRequestData(req_ids=['\U00110000', '\U00110001'])")
+
+
+# ------------------------------ T140f: open_many(on_error="skip") names what it leaves out
+
+
+def test_open_many_skip_names_the_captures_it_leaves_out(tmp_path: Path) -> None:
+    """``open_many(FOLDER, on_error="skip")`` of a readable capture and one whose manifest is
+    no JSON reads the first and warns, naming the second and why: it was left out unsaid."""
+    import json
+
+    from cases import capture
+
+    from forensics import open_many
+
+    good, bad = capture(tmp_path, 2, "a"), capture(tmp_path, 2, "b")
+    (bad / "manifest.json").write_text("{")
+    with pytest.warns(UserWarning) as said:
+        datasets = open_many(tmp_path, on_error="skip")
+    assert set(datasets["embedding"].to_table().column("capture").to_pylist()) == {str(good)}
+    lines = [str(w.message) for w in said if "left out" in str(w.message)]
+    assert len(lines) == 1 and "1 capture(s)" in lines[0], lines
+    assert f"'{bad}': manifest" in lines[0] and "not valid JSON" in lines[0], lines
+    json.loads((good / "manifest.json").read_text())  # the good one untouched

@@ -1624,6 +1624,12 @@ TESTS = {
               "tests/hostile/test_round23_attack23a.py::test_findings_refuses_an_empty_output"],
     "T140c": ["tests/hostile/test_round23_attack23a.py::"
               "test_the_pytest_plugin_refuses_an_empty_root"],
+    "T140d": ["tests/hostile/test_round23_attack23a.py::"
+              "test_two_workers_tracebacks_interleaved_are_two_crashes"],
+    "T140e": ["tests/hostile/test_round23_attack23a.py::"
+              "test_an_id_escaped_past_unicode_is_no_printed_id"],
+    "T140f": ["tests/hostile/test_round23_attack23a.py::"
+              "test_open_many_skip_names_the_captures_it_leaves_out"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
