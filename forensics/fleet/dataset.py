@@ -87,7 +87,8 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
     if left:  # they dropped out unsaid: the datasets named none of them
         more = f"; and {len(left) - 3} more" if len(left) > 3 else ""
         warnings.warn(f"open_many: left out (on_error='skip'): {len(left)} capture(s) that "
-                      f"cannot be read: {'; '.join(left[:3])}{more}", stacklevel=2)
+                      "cannot be read, or whose columns do not fit beside the others: "
+                      f"{'; '.join(left[:3])}{more}", stacklevel=2)
     return datasets
 
 
@@ -104,7 +105,7 @@ def fit_together(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Se
         if not unfit:
             return found
         if left is not None:
-            left += [str(exc) for exc in unfit]
+            left += [exc.line for exc in unfit]
         left_out = {exc.key for exc in unfit}  # the captures' own keys: never their labels
         kept = {k: v for k, v in captures.items() if k not in left_out}
         if len(kept) == len(captures):
@@ -122,9 +123,11 @@ class UnfitCapture(CaptureFormatError):
         # the label is the path through unicode_path: shown as every path is (terminal), so a
         # name holding the text \x1b never reads as one holding ESC
         path = terminal(from_unicode_path(capture))
-        super().__init__(f"open_many: capture '{path}' column {column!r} does not "
-                         f"fit the type {kind} the other captures share ({terminal(why)}); "
-                         "open it alone, or pass on_error='skip' to leave it out")
+        #: the capture and why, as a warning of those left out names it
+        self.line = (f"'{path}' column {column!r} does not fit the type {kind} the other "
+                     f"captures share ({terminal(why)})")
+        super().__init__(f"open_many: capture {self.line}; open it alone, or pass "
+                         "on_error='skip' to leave it out")
         self.capture = capture
         #: the key of the capture in :func:`fit_together`'s ``captures`` (set by it)
         self.key: str | None = None

@@ -142,8 +142,8 @@ def _crashes(tmp_path: Path, lines: list[str]) -> list[tuple[str, str | None, st
 def test_two_workers_tracebacks_interleaved_are_two_crashes(tmp_path: Path) -> None:
     """Two workers' tracebacks written line by line at once (vLLM prefixes and writes each
     line by itself) are two crash events, each with its exception and frame, as written one
-    after the other: they were 6 events of their lines, 2 "engine_exception" of a "Traceback"
-    line, and "6 crash event(s)" said of 2 crashes."""
+    after the other: they were 3 events of their lines, 2 "engine_exception" of a "Traceback"
+    line and no exception, and "3 crash event(s)" said of 2 crashes."""
     one, two = _worker(0), _worker(1)
     apart = _crashes(tmp_path, one + two)
     assert len(apart) == 2 and apart[0][1] == WORKER[-1] and apart[0][2] == WORKER[1].strip()
@@ -192,3 +192,23 @@ def test_open_many_skip_names_the_captures_it_leaves_out(tmp_path: Path) -> None
     assert len(lines) == 1 and "1 capture(s)" in lines[0], lines
     assert f"'{bad}': manifest" in lines[0] and "not valid JSON" in lines[0], lines
     json.loads((good / "manifest.json").read_text())  # the good one untouched
+
+
+def test_two_engines_dumps_and_tracebacks_interleaved_each_take_their_own(
+        tmp_path: Path) -> None:
+    """Two engines' crash dumps and tracebacks interleaved line by line: each dump takes its
+    own exception (they took none, and three more crash events were counted of their
+    lines: "5 crash event(s)" of 2)."""
+    from forensics.importers import read_source
+
+    data = Path(__file__).resolve().parents[1] / "data" / "vllm_dump_some_placeholder.log"
+    one = [line for line in data.read_text().splitlines()
+           if line.startswith("(EngineCore pid=196)")]
+    two = [line.replace("pid=196", "pid=197").replace("an illegal memory access",
+                                                       "a misaligned address")
+           for line in one]
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(x for pair in zip(one, two, strict=True) for x in pair) + "\n")
+    events = read_source(log).events
+    assert [(e["kind"], e.get("exception")) for e in events] == [
+        ("crash_dump", one[-1].split("] ", 1)[1]), ("crash_dump", two[-1].split("] ", 1)[1])]

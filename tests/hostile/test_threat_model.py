@@ -1625,7 +1625,9 @@ TESTS = {
     "T140c": ["tests/hostile/test_round23_attack23a.py::"
               "test_the_pytest_plugin_refuses_an_empty_root"],
     "T140d": ["tests/hostile/test_round23_attack23a.py::"
-              "test_two_workers_tracebacks_interleaved_are_two_crashes"],
+              "test_two_workers_tracebacks_interleaved_are_two_crashes",
+              "tests/hostile/test_round23_attack23a.py::"
+              "test_two_engines_dumps_and_tracebacks_interleaved_each_take_their_own"],
     "T140e": ["tests/hostile/test_round23_attack23a.py::"
               "test_an_id_escaped_past_unicode_is_no_printed_id"],
     "T140f": ["tests/hostile/test_round23_attack23a.py::"
