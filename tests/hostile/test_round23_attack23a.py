@@ -212,3 +212,30 @@ def test_two_engines_dumps_and_tracebacks_interleaved_each_take_their_own(
     events = read_source(log).events
     assert [(e["kind"], e.get("exception")) for e in events] == [
         ("crash_dump", one[-1].split("] ", 1)[1]), ("crash_dump", two[-1].split("] ", 1)[1])]
+
+
+# ---------------------------- T140g: characters drawn as a space that are not one escaped
+
+#: Unicode's space separators (category Zs) but U+0020, and the Braille pattern blank
+SPACES = [0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000, 0x2800]
+
+
+def test_every_space_that_is_not_one_is_escaped() -> None:
+    """``a b.capture`` and ``a<U+00A0>b.capture`` (or any other space separator, or the
+    Braille blank) print apart in every output: each such character is its escape
+    (``terminal``, and ``html``, ``markdown``, ``csv_cell``, ``shell_word`` through it); they
+    were written raw, drawn as the space they are not."""
+    import sys
+    import unicodedata
+
+    from forensics.escaping import csv_cell, html, markdown, shell_word, terminal
+
+    separators = {c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"}
+    assert separators - {0x20} <= set(SPACES)
+    for code in SPACES:
+        name = f"a{chr(code)}b.capture"
+        escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        for out in (terminal(name), html(name, True), markdown(name, True), csv_cell(name)):
+            assert escape in out and chr(code) not in out, (hex(code), out)
+        assert chr(code) not in shell_word(name), hex(code)
+    assert terminal("a b.capture") == "a b.capture"

@@ -1632,6 +1632,8 @@ TESTS = {
               "test_an_id_escaped_past_unicode_is_no_printed_id"],
     "T140f": ["tests/hostile/test_round23_attack23a.py::"
               "test_open_many_skip_names_the_captures_it_leaves_out"],
+    "T140g": ["tests/hostile/test_round23_attack23a.py::"
+              "test_every_space_that_is_not_one_is_escaped"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
