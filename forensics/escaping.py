@@ -3,8 +3,9 @@ function of the output it lands in, keys and column names included. This is the 
 that escapes (no output keeps a copy of these rules).
 
 - :func:`terminal`: control characters (C0, DEL, C1, the Unicode line separators, the
-  bidirectional marks, overrides and isolates, the byte-order mark), noncharacters and lone
-  surrogates shown as ``\\x1b``-style escapes, a backslash that would read as an escape's
+  bidirectional marks, overrides and isolates, the byte-order mark), characters drawn as
+  nothing or as a space that is not one, noncharacters and lone surrogates shown as
+  ``\\x1b``-style escapes, a backslash that would read as an escape's
   start as ``\\\\`` (no two values print alike), and a very long string cut at :data:`LIMIT`
   characters with a marker, so a string is one line of inert text of bounded length; the base
   of every other function. A string that is not in Unicode's composed form (NFC: ``e`` and
@@ -76,12 +77,15 @@ _NONCHARACTERS = "\ufdd0-\ufdef" + "".join(
 _INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u206f"
               "\u3164\ufe00-\ufe0f\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
               "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+#: characters drawn as a space that are not one (Unicode's space separators but U+0020, and
+#: the Braille blank): ``a b.capture`` and ``a<U+00A0>b.capture`` read alike
+_SPACES = "\u00a0\u1680\u2000-\u200a\u202f\u205f\u2800\u3000"
 #: characters never written raw: C0 controls, DEL, C1 controls, the Arabic letter mark, the
 #: left-to-right/right-to-left marks, line/paragraph separators, bidirectional embeddings,
 #: overrides and isolates, the byte-order mark, lone surrogates (an undecodable file name),
-#: noncharacters, and the :data:`_INVISIBLE`
+#: noncharacters, the :data:`_INVISIBLE` and the :data:`_SPACES`
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff"
-                      "\ud800-\udfff" + _NONCHARACTERS + _INVISIBLE + "]")
+                      "\ud800-\udfff" + _NONCHARACTERS + _INVISIBLE + _SPACES + "]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: :func:`unicode`'s escapes, and a backslash before a backslash, ``u`` or a lone surrogate
 _UNICODE = re.compile(r"\\(?=[\\u]|" + _SURROGATE.pattern + ")|" + _SURROGATE.pattern)

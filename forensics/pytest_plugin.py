@@ -49,15 +49,20 @@ def _collected(config: pytest.Config, unlisted: list[tuple[Path, OSError]] | Non
     items of one id, the capture replayed twice and counted twice. Then each root that names no
     capture, with the line saying so. The folders that could not be listed beside captures
     found are added to ``unlisted``, with why."""
+    from forensics.atomic import unnamed_path
     from forensics.errors import ConfigurationError
     from forensics.fleet.paths import folder_id
 
-    roots = [Path(p) for p in config.getoption("forensics_captures")]
-    roots += [Path(p) for p in config.getini("forensics_captures")]
+    given = [*config.getoption("forensics_captures"), *config.getini("forensics_captures")]
     found: dict[object, Path] = {}
     empty: list[tuple[Path, str]] = []
-    for root in roots:
+    for text in given:
+        root = Path(text)
         try:
+            unnamed = unnamed_path(text)  # "" (an unset "$DIR") is no working directory
+            if unnamed is not None:
+                raise ConfigurationError(f"--forensics-captures (or the forensics_captures "
+                                         f"ini option): {unnamed}")
             captures = [root] if root.name.endswith(".capture") else captures_under(
                 root, unlisted)
         except ConfigurationError as exc:  # one item however often the root is named

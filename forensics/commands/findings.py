@@ -59,14 +59,14 @@ def run(args: argparse.Namespace) -> int:
         from forensics.store.reader import load
 
         check_site_name(args.site, [], str(args.capture), load(args.capture).unknown_sites)
-    if args.output:
+    if args.output is not None:  # "" refused: it printed the table where a file was asked
         output_path(args.output)
         refuse_inside_captures(args.output, [args.capture])
         real_output(user_path(args.output))  # a link planted on its way: refused before the replay
     result = replay(args.capture, variants=list(args.variant or DEFAULT_VARIANTS),
                     progress=sys.stderr.isatty())
     frame = select_findings(result.findings, site=args.site, steps=steps, request=args.request)
-    if args.output:
+    if args.output is not None:
         print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")

@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note, file=sys.stderr)
     for option, path in (("-o", args.output), ("--html", args.html)):
-        if path:
+        if path is not None:  # "" (an unset "$OUT") is refused: it wrote nothing, unsaid
             refuse_inside_captures(path, captures, option)
             (real_output if option == "-o" else real_folder)(path)  # before any replay
     result = triage(args.paths, ray=args.ray, workers=args.workers,
                     split_records=args.split_records, progress=sys.stderr.isatty())
     sys.stdout.write(render(result, args.format))
-    if args.output:  # a name made of a capture's (a script's -o) is inert
+    if args.output is not None:  # a name made of a capture's (a script's -o) is inert
         print(f"wrote {terminal(write_table(result, args.output))}", file=sys.stderr)
-    if args.html:
+    if args.html is not None:
         print(f"wrote {terminal(write_html(result, args.html))}", file=sys.stderr)
     return 0

@@ -29,7 +29,8 @@ import warnings
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from forensics.errors import CaptureFormatError, ConfigurationError
+from forensics.errors import CaptureFormatError, ConfigurationError, one_line
+from forensics.escaping import terminal
 from forensics.records import EXTRA_PREFIX
 
 if TYPE_CHECKING:
@@ -74,25 +75,37 @@ def open_many(paths: Iterable[str | os.PathLike[str]], on_error: str = "raise"
     for note in (unread_note(found), unlisted_note(unlisted)):
         if note:
             warnings.warn(note, stacklevel=2)
+    left: list[str] = []  # each capture left out, with why
     for path in found:
         try:
             captures[str(path)] = capture_batches(path)
-        except Exception:
+        except Exception as exc:
             if on_error == "raise":
                 raise
-    return fit_together(captures, SITES, on_error)
+            left.append(f"'{terminal(str(path))}': {one_line(exc)}")
+    datasets = fit_together(captures, SITES, on_error, left)
+    if left:  # they dropped out unsaid: the datasets named none of them
+        more = f"; and {len(left) - 3} more" if len(left) > 3 else ""
+        warnings.warn(f"open_many: left out (on_error='skip'): {len(left)} capture(s) that "
+                      "cannot be read, or whose columns do not fit beside the others: "
+                      f"{'; '.join(left[:3])}{more}", stacklevel=2)
+    return datasets
 
 
 def fit_together(captures: dict[str, dict[str, list[pa.RecordBatch]]], sites: Sequence[str],
-                 on_error: str = "raise") -> dict[str, ds.Dataset]:
+                 on_error: str = "raise", left: list[str] | None = None
+                 ) -> dict[str, ds.Dataset]:
     """``{site: dataset}`` over ``captures``' batches (:func:`_datasets`); with ``on_error``
     ``"skip"`` the captures that do not fit beside the others are left out, all those one pass
-    finds at once (the union type changes as they go: passes go on until none is left out)."""
+    finds at once (the union type changes as they go: passes go on until none is left out),
+    each one's line added to ``left``."""
     while True:
         unfit: list[UnfitCapture] | None = None if on_error == "raise" else []
         found = _datasets(captures, sites, unfit)
         if not unfit:
             return found
+        if left is not None:
+            left += [exc.line for exc in unfit]
         left_out = {exc.key for exc in unfit}  # the captures' own keys: never their labels
         kept = {k: v for k, v in captures.items() if k not in left_out}
         if len(kept) == len(captures):
@@ -110,9 +123,11 @@ class UnfitCapture(CaptureFormatError):
         # the label is the path through unicode_path: shown as every path is (terminal), so a
         # name holding the text \x1b never reads as one holding ESC
         path = terminal(from_unicode_path(capture))
-        super().__init__(f"open_many: capture '{path}' column {column!r} does not "
-                         f"fit the type {kind} the other captures share ({terminal(why)}); "
-                         "open it alone, or pass on_error='skip' to leave it out")
+        #: the capture and why, as a warning of those left out names it
+        self.line = (f"'{path}' column {column!r} does not fit the type {kind} the other "
+                     f"captures share ({terminal(why)})")
+        super().__init__(f"open_many: capture {self.line}; open it alone, or pass "
+                         "on_error='skip' to leave it out")
         self.capture = capture
         #: the key of the capture in :func:`fit_together`'s ``captures`` (set by it)
         self.key: str | None = None

@@ -44,9 +44,9 @@ def _unescaped(text: str) -> str | None:
     def decoded(found: re.Match[str]) -> str:
         nonlocal bad
         code = found.group(1) or found.group(2) or found.group(3)
-        if code is not None:
-            return chr(int(code, 16)) if int(code, 16) <= 0x10FFFF else ""
-        if found.group(4) not in SIMPLE:
+        if code is not None and int(code, 16) <= 0x10FFFF:
+            return chr(int(code, 16))
+        if code is not None or found.group(4) not in SIMPLE:  # past Unicode: repr writes none
             bad = True
             return ""
         return SIMPLE[found.group(4)]

@@ -5,7 +5,9 @@ exception line (the first line after the frames that is not indented), the messa
 lines, and any ``During handling of the above exception ...`` / ``The above exception was the
 direct cause ...`` link into the next traceback. vLLM logs a traceback with its logger's prefix
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
-the lines of its own prefix, so a line of another prefix ends it; a traceback logged at a level
+the lines of its own prefix; a line of another prefix pauses it (two processes' tracebacks
+interleave line by line: vLLM writes each line by itself), its next line goes on with it, and
+a line of its prefix that is not its own ends it; a traceback logged at a level
 that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
 traceback without a link.
@@ -53,6 +55,12 @@ REPORTS = {"engine_dead": "engine_dead", "process_died": "died"}
 #: the later reports of one crash's death kept, each with its line (:func:`report`: the rest
 #: counted): the API server logs one ``EngineDeadError`` per request it fails
 MORE_REPORTS = 16
+#: the chains of other log prefixes kept open while another prefix's lines come (vLLM writes
+#: each process's lines one by one: the tracebacks of tensor-parallel workers failing together
+#: interleave), the latest kept: an engine's processes, a few
+MAX_PAUSED = 256
+#: the state of one open chain (:class:`Chains`' attributes of that name)
+STATE = ("event", "holder", "tag", "in_frames", "linked", "root", "own_frames")
 
 
 class Chains:
@@ -82,6 +90,9 @@ class Chains:
         self.own_frames = True  # frames name the event's location (not so for an assert's)
         #: the ids of the events a later engine's start closed (no report after joins them)
         self.closed: set[int] = set()
+        #: log prefix -> the state (:data:`STATE`) of its chain, open while a line of another
+        #: prefix came: its next line of that prefix goes on with it
+        self.paused: dict[str, tuple[Any, ...]] = {}
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
@@ -90,6 +101,7 @@ class Chains:
         prefix = PREFIX_RE.match(text)
         tag = prefix.group(0) if prefix else ""
         body = text[len(tag):].rstrip("\r\n")
+        self._switch(tag)
         if self.event is not None and self._continues(number, text, tag, body):
             self._cut(number, cut)
             return True
@@ -100,6 +112,23 @@ class Chains:
             self._cut(number, cut)
             return True
         return False
+
+    def _switch(self, tag: str) -> None:
+        """Pause the open chain where a line of another log prefix comes (both prefixed: two
+        processes' tracebacks interleaved line by line), and go on with ``tag``'s paused chain,
+        if any: each line was read as the end of the other's chain, every traceback of two
+        workers failing together cut into events of their lines ("5 crash event(s)" of 2)."""
+        if not tag or (tag == self.tag and self.event is not None):
+            return
+        if self.event is not None and self.tag:
+            self.paused[self.tag] = tuple(getattr(self, name) for name in STATE)
+            if len(self.paused) > MAX_PAUSED:
+                del self.paused[next(iter(self.paused))]
+            self.event = None
+        resumed = self.paused.pop(tag, None)
+        if resumed is not None:
+            for name, value in zip(STATE, resumed, strict=True):
+                setattr(self, name, value)
 
     def _cut(self, number: int, cut: bool) -> None:
         """Say on the event the chain's lines belong to that line ``number`` was cut (the
@@ -172,7 +201,8 @@ class Chains:
         kind = self.kind_of(text)
         before = self.events[-2] if len(self.events) > 1 else None
         key = REPORTS.get(kind or "")
-        if key is not None and before is not None and ends(before, event["step"], self.closed):
+        if key is not None and before is not None and self.events[-1] is event \
+                and ends(before, event["step"], self.closed):
             self.events.pop()  # the API server's report of the crash before: that crash's
             report(before, key, number, text)
             if "cut" in event:

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.atomic import user_path
 from forensics.digits import plain_int
 from forensics.errors import ConfigurationError
 from forensics.records import Record
@@ -614,10 +615,13 @@ def simulate(scenario: str | Scenario, steps: int | None = None, seed: int = 0,
         (:mod:`forensics.simulator.columns`: the same capture, written several times faster).
     Raises:
         UnknownScenarioError: an unknown scenario name, listing the valid ones.
-        ConfigurationError: a setting out of range (a negative seed included).
+        ConfigurationError: a setting out of range (a negative seed included), or an
+            ``out`` that names no file (empty, or holding NUL).
         OutputExistsError: ``out`` exists and ``force`` is False.
     """
     sc = configure(scenario, steps=steps, batch=batch, spec_tokens=spec_tokens, vocab=vocab)
+    if out is not None:  # "" (an unset "$OUT") names no file: ``Path("")`` was the working
+        out = user_path(out)  # directory, which --force replaced by the capture
     if not plain_int(seed) or seed < 0:
         raise ConfigurationError(f"simulate {sc.name!r}: seed must be an integer >= 0, "
                                  f"got {seed!r}")

@@ -1678,6 +1678,22 @@ TESTS = {
               "test_a_dump_s_summary_records_are_not_called_a_log_s"],
     "T142j": ["tests/hostile/test_round23_attack23c.py::"
               "test_a_known_issue_is_not_matched_on_a_value_the_variant_cannot_judge"],
+    "T140a": ["tests/hostile/test_round23_attack23a.py::test_simulate_refuses_an_empty_output",
+              "tests/hostile/test_round23_attack23a.py::test_the_api_simulate_refuses_an_empty_output"],
+    "T140b": ["tests/hostile/test_round23_attack23a.py::test_triage_refuses_an_empty_output",
+              "tests/hostile/test_round23_attack23a.py::test_findings_refuses_an_empty_output"],
+    "T140c": ["tests/hostile/test_round23_attack23a.py::"
+              "test_the_pytest_plugin_refuses_an_empty_root"],
+    "T140d": ["tests/hostile/test_round23_attack23a.py::"
+              "test_two_workers_tracebacks_interleaved_are_two_crashes",
+              "tests/hostile/test_round23_attack23a.py::"
+              "test_two_engines_dumps_and_tracebacks_interleaved_each_take_their_own"],
+    "T140e": ["tests/hostile/test_round23_attack23a.py::"
+              "test_an_id_escaped_past_unicode_is_no_printed_id"],
+    "T140f": ["tests/hostile/test_round23_attack23a.py::"
+              "test_open_many_skip_names_the_captures_it_leaves_out"],
+    "T140g": ["tests/hostile/test_round23_attack23a.py::"
+              "test_every_space_that_is_not_one_is_escaped"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
