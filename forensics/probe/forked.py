@@ -14,6 +14,7 @@ write into the parent's files), and never used.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -29,11 +30,24 @@ if TYPE_CHECKING:
 
 #: the backends forked copies inherited (never collected: nothing of them runs in the copy)
 _INHERITED: list[Any] = []
+#: the join mark left for the copy each thread is forking (:func:`leave_mark`), by thread
+_LEFT: dict[int, str] = {}
+#: numbers the join marks left for copies, each unique in this process
+_FORKS = itertools.count()
 
 
 def follow(session: ProbeSession) -> None:
-    """Start ``session`` afresh in each forked copy of this process (``os.register_at_fork``)."""
+    """Start ``session`` afresh in each forked copy of this process (``os.register_at_fork``),
+    its join mark left for it before the fork (:func:`leave_mark`)."""
     ref = weakref.ref(session)
+
+    def before() -> None:
+        held = ref()
+        if held is not None:
+            leave_mark(held)
+
+    def in_parent() -> None:
+        _LEFT.pop(threading.get_ident(), None)  # the copy's now: it takes it as its own
 
     def in_child() -> None:
         held = ref()
@@ -41,7 +55,28 @@ def follow(session: ProbeSession) -> None:
             afresh(held)
 
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=in_child)
+        os.register_at_fork(before=before, after_in_parent=in_parent, after_in_child=in_child)
+
+
+def leave_mark(session: ProbeSession) -> None:
+    """Leave a join mark in the capture folder for the copy about to be forked (by this
+    thread), which takes it as its own: a parent closing right after the fork, before the
+    copy's at-fork hook ran, removed the folder as empty, the copy's records all dropped."""
+    settings = session.settings
+    if settings.owner:
+        name = f"{owned.JOINED_MARK}{os.getpid()}-fork-{next(_FORKS)}"
+        if owned.leave_mark(settings.capture, settings.owner, name) is None:
+            _LEFT[threading.get_ident()] = name
+
+
+def take_mark(session: ProbeSession) -> None:
+    """Make the join mark left for this copy before its fork its own (``.joined-PID``), or
+    leave one, as a joining process does (owned.py), when none was left or it cannot be
+    taken: the first process, ending before the copy wrote, removed the folder as empty."""
+    settings = session.settings
+    left = _LEFT.pop(threading.get_ident(), None)
+    if left is None or owned.take_mark(settings.capture, settings.owner, left) is not None:
+        owned.mark_joined(settings.capture, settings.owner)
 
 
 def afresh(session: ProbeSession) -> None:
@@ -60,10 +95,8 @@ def afresh(session: ProbeSession) -> None:
     #: the parent made the folder: a copy that ended before the parent's first write removed
     #: it (empty), and the parent's capture with it
     session.made_folder = False
-    if session.settings.owner:  # its mark, as a joining process leaves (owned.py): the first
-        # process, ending before the copy wrote, removed the folder as empty, the copy's
-        # records all dropped
-        owned.mark_joined(session.settings.capture, session.settings.owner)
+    if session.settings.owner:
+        take_mark(session)
     session._lock = threading.RLock()
     session._cv = threading.Condition(session._lock)
     session.started, session._start_step = time.time(), session.step

@@ -23,6 +23,7 @@ import errno
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,27 @@ def claim(settings: Any) -> Any:
 def mark_joined(path: Path, owner: str) -> str | None:
     """Leave this process's :data:`JOINED_MARK` in the folder ``path`` whose identity is
     ``owner``; why it could not (the folder is gone or replaced), None when it did."""
+    return leave_mark(path, owner, f"{JOINED_MARK}{os.getpid()}")
+
+
+def leave_mark(path: Path, owner: str, name: str) -> str | None:
+    """Leave the empty file ``name`` in the folder ``path`` whose identity is ``owner``; why
+    it could not (see :func:`mark_joined`), None when it did."""
+    return _in_folder(path, owner, lambda fd: os.close(os.open(
+        name, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd)))
+
+
+def take_mark(path: Path, owner: str, left: str) -> str | None:
+    """Rename the mark ``left`` (left in the folder ``path`` whose identity is ``owner`` for
+    this process, a forked copy, before the fork) to this process's :data:`JOINED_MARK`; why
+    it could not, None when it did."""
+    return _in_folder(path, owner, lambda fd: os.rename(
+        left, f"{JOINED_MARK}{os.getpid()}", src_dir_fd=fd, dst_dir_fd=fd))
+
+
+def _in_folder(path: Path, owner: str, act: Callable[[int], None]) -> str | None:
+    """Do ``act`` with a descriptor of the folder ``path`` when its identity is ``owner``; why
+    it could not (see :func:`mark_joined`), None when it did."""
     try:
         fd = open_folder(path)
     except OSError as exc:
@@ -205,9 +227,7 @@ def mark_joined(path: Path, owner: str) -> str | None:
     try:
         if identity(os.fstat(fd)) != owner:
             return f"{describe(path)} is there, not the folder the first process made"
-        mark = os.open(f"{JOINED_MARK}{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
-                       | os.O_CLOEXEC, 0o600, dir_fd=fd)
-        os.close(mark)
+        act(fd)
         return None
     except OSError as exc:
         return _unmarked(path, exc)
