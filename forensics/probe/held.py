@@ -60,16 +60,34 @@ def _held() -> Iterator[None]:
 
     previous: dict[int, Handler] = {}
     _HOLDS.append(previous)
+    early: BaseException | None = None
     try:  # a signal that comes while the handlers are put in place: those put are put back
-        for number, handler in _handled():
-            previous[number] = handler
-            signal.signal(number, note)
+        early = _put_in_place(previous, note)
         yield
     finally:
         _HOLDS.remove(previous)
         raised = _put_back(previous)
-        _run_all([_call(previous[signum], signum, frame) for signum, frame in came]
+        _run_all([_reraise(exc) for exc in (early,) if exc is not None]
+                 + [_call(previous[signum], signum, frame) for signum, frame in came]
                  + ([_reraise(raised)] if raised is not None else []))
+
+
+def _put_in_place(previous: dict[int, Handler], note: Handler) -> BaseException | None:
+    """Put ``note`` in place of every Python handler, each replaced kept in ``previous``; what
+    a handler not yet replaced raised meanwhile (a SIGINT as the hold is taken:
+    ``KeyboardInterrupt``), caught to put the rest in place and raised again as the hold ends:
+    it ended the close that took it, its records and ``probe_stop`` never written."""
+    raised, handlers, done = None, None, 0
+    while True:
+        try:  # the loop inside: a handler runs after a call or at the jump back
+            handlers = _handled() if handlers is None else handlers
+            while done < len(handlers):
+                previous[handlers[done][0]] = handlers[done][1]
+                signal.signal(handlers[done][0], note)
+                done += 1  # a raise before it puts the same one in place again
+            return raised
+        except BaseException as exc:
+            raised = raised or exc
 
 
 def _put_back(previous: dict[int, Handler]) -> BaseException | None:

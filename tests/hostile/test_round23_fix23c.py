@@ -48,3 +48,40 @@ def test_a_first_process_closing_as_it_forks_leaves_its_copy_the_folder(
     assert (stop["records"], stop["written"], stop["dropped"]) == (2, 2, 0)
     marks, pid = child.stdout.rsplit(maxsplit=1)
     assert marks == f"['.joined-{pid}']"
+
+
+# ------------------------------- T144b: a SIGINT as the close's hold is being put in place
+#: the writer (argv[3]); 2 records queued; the script ends, and atexit's close begins: a
+#: SIGINT comes as its hold asks the first signal's handler, before SIGINT's is replaced
+HOLD_TAKEN = textwrap.dedent("""
+    from forensics.probe import held, plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 2)
+    real, armed = held._getsignal, [1]
+
+    def asked(number):
+        if armed:
+            armed.clear()
+            os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
+        return real(number)
+
+    held._getsignal = asked
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_sigint_as_the_closes_hold_is_taken_loses_no_probe_stop(
+        tmp_path: Path, writer: str) -> None:
+    """T144b: a SIGINT (Python's handler: ``KeyboardInterrupt``) that comes as the close's
+    signal hold is being put in place is raised once the close is over, as one that comes
+    inside the hold: atexit's close keeps its records and ``probe_stop``. It ended the close
+    there, nothing of it written."""
+    capture = tmp_path / "x.capture"
+    child = _child(HOLD_TAKEN, str(capture), str(PROBE_TESTS), writer)
+    assert "KeyboardInterrupt" in child.stderr
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (2, 2, 0)

@@ -1696,6 +1696,8 @@ TESTS = {
               "test_every_space_that_is_not_one_is_escaped"],
     "T144a": ["tests/hostile/test_round23_fix23c.py::"
               "test_a_first_process_closing_as_it_forks_leaves_its_copy_the_folder"],
+    "T144b": ["tests/hostile/test_round23_fix23c.py::"
+              "test_a_sigint_as_the_closes_hold_is_taken_loses_no_probe_stop"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
