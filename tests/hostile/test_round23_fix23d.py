@@ -59,3 +59,21 @@ def test_the_histogram_legend_says_a_summary_record_s_value_is_its_min_or_max(
     mixed = dataclasses.replace(plain, summaries=1, outside=plain.outside * 2)
     assert mixed.out_label() == ("out of bounds (every element; summary records: min or max "
                                  "alone)")
+
+
+# ------------------------------ T145b: scan counts the summary records it leaves out
+
+
+def test_scan_of_summary_records_counts_them_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``forensics.scan`` of a log's capture (3 summary records, 248320 past the vocabulary)
+    said ``records=0`` and nothing else: it leaves summary records out, unsaid. It counts them
+    apart (``summary_records``, in its JSON too); a capture of tensors has none."""
+    import forensics
+
+    result = forensics.scan(_log_capture(tmp_path, capsys))
+    assert (result.records, result.summary_records, result.checked) == (0, 3, 0)
+    assert result.to_json()["summary_records"] == 3
+    assert "summary_records=3" in repr(result)
+    tensors = forensics.scan(INCIDENT_B)
+    assert tensors.records > 0 and tensors.summary_records == 0
