@@ -77,3 +77,40 @@ def test_scan_of_summary_records_counts_them_apart(
     assert "summary_records=3" in repr(result)
     tensors = forensics.scan(INCIDENT_B)
     assert tensors.records > 0 and tensors.summary_records == 0
+
+
+# ------------------------------ T145c: redact keeps a guard event's row, value and bound
+
+
+def test_redact_keeps_a_guard_event_s_row_and_bound_and_maps_its_value_as_the_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``redact`` dropped the ``row``, ``value`` and ``bound`` of the probe's guard events
+    ("dropped: events.*"): a row and a bound are no token ids, and a value is one only in a
+    token tensor, where the records' permutation maps it. They are kept, the value of a token
+    tensor mapped as the records' ids are; a value of a tensor its site does not name, and what
+    is no integer, go, named."""
+    import json
+
+    from test_round23_fix23a import _guarded
+
+    def guard(tensor: str, row: object, value: int, bound: object) -> dict[str, object]:
+        return {"kind": "guard_violation", "process": "w0", "rank": 0, "step": 8,
+                "site": "embedding", "row": row, "tensor": tensor, "value": value,
+                "bound": bound, "message": "m"}
+
+    capture = _guarded(tmp_path, guard("input_ids[2]", 2, 5, 4), guard("nope", "r", 5, True))
+    shared = tmp_path / "shared.capture"
+    code, out, err = run_cli(capsys, "redact", capture, "-o", shared)
+    assert code == 0, err
+    events = [json.loads(line) for line in (shared / "events-w0.jsonl").read_text().splitlines()]
+    passed, raised, token, unknown = (e for e in events if e["kind"].startswith("guard"))
+    assert {k: passed[k] for k in ("row", "value", "bound")} == \
+        {"row": 1, "value": 32000, "bound": 32000}  # out of the vocabulary: no id mapped
+    assert {k: raised[k] for k in ("row", "value", "bound")} == \
+        {"row": 3, "value": 9, "bound": 8}  # a row index of batch_change: kept
+    assert (token["row"], token["bound"]) == (2, 4) and token["value"] not in (5, None)
+    assert 1 <= token["value"] < 32000  # an id in the vocabulary, mapped as the records' are
+    assert not {"row", "value", "bound"} & set(unknown)
+    dropped = json.loads((shared / "manifest.json").read_text())["redaction"]["dropped"]
+    assert {"events.row", "events.value", "events.bound"} <= set(dropped)
+    assert "events.*" not in dropped
