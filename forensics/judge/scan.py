@@ -51,10 +51,13 @@ class ScanEntry:
 
 @dataclass
 class ScanResult:
-    """What :func:`scan` found: one :class:`ScanEntry` per (site, tensor), in scan order."""
+    """What :func:`scan` found: one :class:`ScanEntry` per (site, tensor), in scan order;
+    ``records`` counts the records scanned, ``summary_records`` those left out (a log's or a
+    dump's least and greatest values, no index column: :func:`forensics.replay` judges them)."""
 
     capture: str
     records: int = 0
+    summary_records: int = 0
     seconds: float = 0.0
     entries: dict[tuple[str, str], ScanEntry] = field(default_factory=dict)
 
@@ -82,8 +85,10 @@ class ScanResult:
         return pd.DataFrame(rows, columns=list(SCAN_COLUMNS))
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready summary: capture, records, seconds, totals and the entries."""
-        return {"capture": self.capture, "records": self.records, "seconds": self.seconds,
+        """A JSON-ready summary: capture, records (scanned, and summary ones left out),
+        seconds, totals and the entries."""
+        return {"capture": self.capture, "records": self.records,
+                "summary_records": self.summary_records, "seconds": self.seconds,
                 "checked": self.checked, "out_of_range": self.out_of_range,
                 "entries": [vars(e).copy() for e in self.entries.values()]}
 
@@ -99,7 +104,8 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
     """Bounds-check every index column of ``capture`` (a Capture or a capture path).
 
     Returns:
-        A :class:`ScanResult` with per (site, tensor) counts of checked and out-of-range indices.
+        A :class:`ScanResult` with per (site, tensor) counts of checked and out-of-range indices
+        and the records scanned; summary records are counted apart, not scanned.
     Raises:
         CaptureFormatError: a missing or corrupt capture or batch.
     """
@@ -113,6 +119,7 @@ def scan(capture: Capture | str | os.PathLike[str]) -> ScanResult:
     for view in capture.batches():
         rows = ~view.summary
         result.records += int(rows.sum())
+        result.summary_records += len(rows) - int(rows.sum())
         site = get_site(view.site)
         scan_indices = site.scan_indices
         if scan_indices is None:  # no columnar screen: the upstream model's checks, counted

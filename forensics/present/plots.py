@@ -73,7 +73,6 @@ from forensics.present.style import (
     MAX_DPI,
     MIN_DPI,
     OPEN,
-    OUT_LABEL,
     RESOLVED,
     RESOLVED_COLOR,
     SUSPECT_CELL_LABEL,
@@ -424,7 +423,8 @@ def plot_value_histogram(result: Any, site: str | None = None, variant: str | No
 
     In range (:data:`IN_RANGE_COLOR`): the smallest and largest value of each record (from
     ``result.bounds``). Out of bounds (:data:`VIOLATION_COLOR`): every offending element of the
-    findings the variant leaves out of bounds (those it resolves or cannot judge: a note). The
+    findings the variant leaves out of bounds (those it resolves or cannot judge: a note; of a
+    summary record, its min or max alone, the legend says). The
     valid range is shaded and its bound drawn and named; the sentinels ``-1``
     (async placeholder, or a new row) and ``vocab_size`` (a rejection sentinel) are annotated.
     When the valid range is wide, the x axis shows ``window`` values on each side of ``lower``
@@ -472,7 +472,7 @@ def _draw_histogram(ax: Axes, data: HistogramData) -> None:
         # stacked steps: two artists, not one bar per bin and value kind
         ax.stairs(data.inside, data.edges, fill=True, color=IN_RANGE_COLOR, label=IN_RANGE_LABEL)
         ax.stairs(data.inside + data.outside, data.edges, baseline=data.inside, fill=True,
-                  color=VIOLATION_COLOR, label=OUT_LABEL)
+                  color=VIOLATION_COLOR, label=data.out_label())
         ax.set_ylim(*data.ylim())
     else:
         _empty(ax, "no values")

@@ -53,6 +53,10 @@ DISTANCE_LABEL = "distance past the valid bound [lower, upper)\n(1 = first inval
 HISTOGRAM_WHAT, HISTOGRAM_YLABEL = "values near the bound", "count (log scale)"
 IN_RANGE_LABEL, OUT_LABEL = ("in range (per-record min and max)",
                              "out of bounds (every element)")
+#: the bars out of bounds of summary records alone (a log's or a dump's least and greatest
+#: values: the record's other elements are not known), and of both kinds of record
+OUT_SUMMARY_LABEL = "out of bounds (summary records: min or max alone, other elements unknown)"
+OUT_MIXED_LABEL = "out of bounds (every element; summary records: min or max alone)"
 PLACEHOLDER_NOTE = "−1: async placeholder / new row"
 #: the colour of a verdict matrix cell without a verdict
 NO_VERDICT_COLOR = "#e8e8e8"

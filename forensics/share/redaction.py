@@ -63,9 +63,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
 from forensics.importers.tracebacks import REPORTS
+from forensics.known.evidence import GUARD_EVENT_KINDS
 from forensics.records import Record
 from forensics.share.error_text import (
     PSEUDONYM,
@@ -80,7 +82,9 @@ from forensics.share.shareable import (
     shareable_key,
     shareable_tensor,
     shareable_value,
+    site_field_names,
 )
+from forensics.sites import SITES
 from forensics.sites import get_site as site_schema
 
 if TYPE_CHECKING:
@@ -100,6 +104,9 @@ def token_fields(site: str) -> tuple[str, ...]:
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 #: the kind of an event whose own kind was not shareable
 REDACTED_KIND = "redacted"
+#: a guard event's integers (:meth:`Redactor.guard_fields`): the batch row, the value out of
+#: range and the bound it was held to
+GUARD_FIELDS = ("row", "value", "bound")
 
 
 @dataclass
@@ -451,10 +458,50 @@ class Redactor:
                        and f"events.{key}" not in self.keep and finder.searchable})
         if "process" in event and "events.process" not in self.keep:
             public["process"] = self.process(event["process"])
-        rest = {key: value for key, value in event.items() if key not in public}
+        guarded = event.get("kind") in GUARD_EVENT_KINDS
+        public.update(self.guard_fields(event))
+        rest = {key: value for key, value in event.items() if key not in public
+                and not (guarded and key in GUARD_FIELDS and f"events.{key}" not in self.keep)}
         kept = {**scrub(rest, self.keep, "events.", self.dropped), **public}
         kept.setdefault("kind", REDACTED_KIND)
         return kept
+
+    def guard_fields(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A guard event's :data:`GUARD_FIELDS` (none of another event): its ``row`` and
+        ``bound`` as they are, its ``value`` permuted as the records' token ids are where its
+        tensor holds them (a site's token field, or ``out.`` before one) and kept where the
+        tensor is another of the site's; what is no int (or null), or the value of a tensor
+        not known, goes, named in ``dropped``."""
+        if event.get("kind") not in GUARD_EVENT_KINDS:
+            return {}
+        fields: dict[str, Any] = {}
+        for key in (k for k in GUARD_FIELDS if k in event and f"events.{k}" not in self.keep):
+            value = event[key]
+            if value is not None and not plain_int(value):
+                self.dropped.add(f"events.{key}")
+            elif key != "value" or value is None:
+                fields[key] = value
+            elif (known := self._guard_value(event, value)) is not None:
+                fields[key] = known
+            else:
+                self.dropped.add("events.value")
+        return fields
+
+    def _guard_value(self, event: dict[str, Any], value: int) -> int | None:
+        """A guard event's value as the records' redaction maps it: permuted in one of its
+        site's token fields (``out.`` before one, ``[i]`` after it), as it is in another of
+        the site's tensors, None (it goes) in a tensor the site does not name."""
+        site, tensor = event.get("site"), event.get("tensor")
+        found = _ELEMENT.fullmatch(tensor) if isinstance(tensor, str) else None
+        if site not in SITES or found is None:
+            return None
+        schema = site_schema(str(site))
+        outputs = [str(getattr(spec, "name", spec)) for spec in schema.output_fields or ()]
+        name = found["name"].removeprefix("out.")
+        if name in token_fields(str(site)):
+            return int(self.ids(value))
+        known = site_field_names(schema) if found["name"] == name else outputs
+        return value if name in known else None
 
     def process(self, name: object) -> str:
         """The pseudonym (``process-<n>``, in order of first appearance) of the process that
@@ -464,6 +511,8 @@ class Redactor:
 
 
 _WORD = re.compile(r"\w")
+#: a tensor a guard event names: ``NAME``, ``out.NAME``, with an element (``[5]``) or not
+_ELEMENT = re.compile(r"(?P<name>[\w.]{1,100})(?:\[\d{1,20}\])?")
 
 
 #: the most distinct lengths of request ids whose error text :class:`IdFinder` searches (real

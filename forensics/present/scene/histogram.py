@@ -23,7 +23,13 @@ from forensics.present.selection import (
     title_text,
     value_unit,
 )
-from forensics.present.style import HISTOGRAM_WHAT, PLACEHOLDER_NOTE
+from forensics.present.style import (
+    HISTOGRAM_WHAT,
+    OUT_LABEL,
+    OUT_MIXED_LABEL,
+    OUT_SUMMARY_LABEL,
+    PLACEHOLDER_NOTE,
+)
 
 #: the widest a window grows to take in the vocabulary's sentinel beside the upper bound (a
 #: bin per value: a record's bound 2**24 away from the others' once asked for 2**26 bins)
@@ -32,11 +38,11 @@ MAX_WINDOW = 1024
 
 def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
                     ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[str], list[str],
-                               tuple[int, int]]:
+                               tuple[int, int], int]:
     """(bounds rows drawn, in-range extremes of each record, every offending value the variant
     leaves out of bounds (int64, exact), tensors drawn, tensors omitted for being on another
-    scale, and the offending values it resolves and cannot judge: never drawn as out of
-    bounds, as the heatmap colours none of them)."""
+    scale, the offending values it resolves and cannot judge: never drawn as out of bounds,
+    as the heatmap colours none of them, and how many drawn are of summary records)."""
     frame, _ = bounds_frame(result, site, variant)
     oob = out_of_bounds(result, site, variant)
     drawn, omitted = tensors_to_draw(frame, tensor)
@@ -50,9 +56,26 @@ def _histogram_data(result: Any, site: str, variant: str, tensor: TensorChoice
         ok = ((frame[column] >= frame["lower"]) & (frame[column] < frame["upper"])).fillna(False)
         inside = np.concatenate([inside, frame.loc[ok.to_numpy(dtype=bool), column]
                                  .dropna().to_numpy(dtype="int64")])
-    outside = (oob["value"].dropna().to_numpy(dtype="int64") if len(oob)
+    oob = oob[oob["value"].notna().to_numpy(dtype=bool)] if len(oob) else oob
+    outside = (oob["value"].to_numpy(dtype="int64") if len(oob)
                else np.array([], dtype="int64"))
-    return frame, inside, outside, drawn, omitted, (resolved, len(settled) - resolved)
+    return frame, inside, outside, drawn, omitted, (resolved, len(settled) - resolved), \
+        summary_values(result, oob)
+
+
+def summary_values(result: Any, findings: pd.DataFrame) -> int:
+    """How many of ``findings`` are of summary records (a log's or a dump's least and greatest
+    values: the record's other elements are not known), by the result's index, else its
+    records."""
+    if not len(findings) or "record" not in findings:
+        return 0
+    index = getattr(result, "index", None)
+    if index is not None and "summary" in index:
+        flags = [bool(flag) for flag in index["summary"].tolist()]
+    else:
+        flags = [bool(getattr(r, "summary", False)) for r in getattr(result, "records", [])]
+    positions = [int(r) for r in findings["record"].dropna().tolist()]
+    return sum(flags[r] for r in positions if 0 <= r < len(flags))
 
 
 def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
@@ -157,6 +180,9 @@ class HistogramData:
     #: the offending values of the findings the variant resolves, and of those it cannot
     #: judge: not drawn (the bars out of bounds are the values it leaves out of bounds)
     settled: tuple[int, int] = (0, 0)
+    #: how many of the offending values drawn are a summary record's min or max (its other
+    #: elements not known), not every element of a record
+    summaries: int = 0
 
     def ylim(self) -> tuple[float, float]:
         """The count axis' range: from below 1 to three times the tallest bar (at least 10)."""
@@ -177,6 +203,14 @@ class HistogramData:
         known, and no line is drawn for it)."""
         return (None if self.upper is None else f"valid bound: upper = {self.upper} (exclusive)",
                 None if self.lower is None else f"valid bound: lower = {self.lower}")
+
+    def out_label(self) -> str:
+        """The legend text of the bars out of bounds: every element of a record, or a summary
+        record's least or greatest value alone (its other elements not known), or both."""
+        drawn = int(self.outside.sum()) if self.outside is not None else 0
+        if not self.summaries:
+            return OUT_LABEL
+        return OUT_SUMMARY_LABEL if self.summaries >= drawn else OUT_MIXED_LABEL
 
     def hidden_note(self) -> str:
         """The note on in-range values not shown and on offending values not drawn as out of
@@ -205,8 +239,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     """The data of :func:`~forensics.present.plots.plot_value_histogram` (its arguments)."""
     variant = chosen_variant(result, variant)
     site = chosen_site(result, site, variant)
-    frame, inside, outside, drawn, omitted, settled = _histogram_data(result, site, variant,
-                                                                      tensor)
+    frame, inside, outside, drawn, omitted, settled, summaries = _histogram_data(
+        result, site, variant, tensor)
     vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
     lower, upper = _range_of(frame)
     laid = _laid_out(lower, upper, outside)
@@ -227,7 +261,7 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     return HistogramData(title_text(result, site, variant, HISTOGRAM_WHAT), xlabel, axis,
                          lower, upper, edges, low, high, len(inside) - len(shown_in),
                          [s for s in sentinels if axis.shown(np.array([s[0]]))[0]], omitted,
-                         settled)
+                         settled, summaries)
 
 
 def _range_of(frame: pd.DataFrame) -> tuple[int | None, int | None]:

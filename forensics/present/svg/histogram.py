@@ -23,7 +23,6 @@ from forensics.present.style import (
     HISTOGRAM_YLABEL,
     IN_RANGE_COLOR,
     IN_RANGE_LABEL,
-    OUT_LABEL,
     VIOLATION_COLOR,
 )
 from forensics.present.svg.canvas import LegendEntry, Panel
@@ -77,7 +76,7 @@ def _bars(panel: Panel, data: HistogramData) -> None:
             panel.cell(left, low or floor, right, low + high, VIOLATION_COLOR,
                        role="bar open")
     panel.legend[:0] = [LegendEntry(IN_RANGE_LABEL, IN_RANGE_COLOR, "patch"),
-                        LegendEntry(OUT_LABEL, VIOLATION_COLOR, "patch")]
+                        LegendEntry(data.out_label(), VIOLATION_COLOR, "patch")]
 
 
 def _valid_range(panel: Panel, data: HistogramData) -> None:
