@@ -83,9 +83,8 @@ def closed_keys() -> frozenset[str]:
     ``simulate``'s own (each fault's name, under ``faults``, ``forced_faults`` and
     ``injected``: names of ours, once dropped as "fields of names forensics does not write")."""
     from forensics.simulator.scenarios import FAULTS, SCENARIOS
-    from forensics.sites import REGISTRY
 
-    fields = {name for site in REGISTRY.values() for name in site_field_names(site)}
+    fields = every_site_field()
     faults = {*FAULTS, *(name for sc in SCENARIOS.values() for name, _ in sc.v2_faults)}
     return frozenset((*KEYS, *fields, *(f"{name}_after" for name in fields), *faults,
                       "injected"))
@@ -113,10 +112,16 @@ def tensor_names() -> frozenset[str]:
     from forensics.sites import REGISTRY
 
     outputs = {f"out.{name}" for site in REGISTRY.values()
-               for name in (str(getattr(spec, "name", spec))
-                            for spec in getattr(site, "output_fields", None) or ())}
-    return frozenset({*(name for site in REGISTRY.values() for name in site_field_names(site)),
-                      *outputs})
+               for name in site_field_names(site, "output_fields")}
+    return frozenset({*every_site_field(), *outputs})
+
+
+@functools.cache
+def every_site_field() -> frozenset[str]:
+    """The field names every site declares (:func:`site_field_names`)."""
+    from forensics.sites import REGISTRY
+
+    return frozenset(name for site in REGISTRY.values() for name in site_field_names(site))
 
 
 def shareable_tensor(value: object) -> bool:
@@ -129,9 +134,10 @@ def shareable_tensor(value: object) -> bool:
 _TENSOR = re.compile(r"(?P<name>[\w.]{1,100})(?:\[\d{1,20}\])?")
 
 
-def site_field_names(site: object) -> list[str]:
-    """The field names a site declares (its ``fields``: FieldSpecs or names)."""
-    return [str(getattr(spec, "name", spec)) for spec in getattr(site, "fields", None) or ()]
+def site_field_names(site: object, declared: str = "fields") -> list[str]:
+    """The field names a site declares (its ``fields``, or another such attribute, e.g.
+    ``output_fields``: FieldSpecs or names)."""
+    return [str(getattr(spec, "name", spec)) for spec in getattr(site, declared, None) or ()]
 
 
 def shareable_value(value: str) -> bool:
