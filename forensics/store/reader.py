@@ -143,9 +143,19 @@ class Capture:
         return [int(s) for s in np.unique(self._locate()["step"])]
 
     def step_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct steps that have records, ascending, and how many records each has."""
-        steps, counts = np.unique(self._locate()["step"], return_counts=True)
-        return steps, counts
+        """Distinct steps that have records, ascending, and how many records each has: read
+        batch by batch, holding one batch's steps and the distinct steps so far (a split
+        triage's plan; ordering every record took about 64 bytes a record)."""
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        pending = distinct = 0
+        for seg in self._segments:
+            for i in range(len(seg.rows)):
+                parts.append(np.unique(_steps_of(seg, i), return_counts=True))
+                pending += len(parts[-1][0])
+                if pending > max(2 * distinct, 1 << 16):  # merged as often as it pays
+                    parts, pending = [_merged_counts(parts)], 0
+                    distinct = len(parts[0][0])
+        return _merged_counts(parts)
 
     def records(self, site: str | None = None, steps: int | Iterable[int] | None = None,
                 rank: int | None = None) -> RecordList:
@@ -373,6 +383,17 @@ def _steps_of(seg: Segment, i: int) -> np.ndarray:
     steps = seg.steps_of(i)
     seg.release()
     return steps
+
+
+def _merged_counts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, counts)`` pairs (each of distinct steps) as one: distinct ascending steps and
+    each one's total count."""
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    steps, where = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    counts = np.zeros(len(steps), np.int64)
+    np.add.at(counts, where, np.concatenate([p[1] for p in parts]).astype(np.int64))
+    return steps.astype(np.int64), counts
 
 
 def _step_mask(column: np.ndarray, steps: int | Iterable[int]) -> np.ndarray:
