@@ -1,0 +1,51 @@
+"""Round 24 of hostile input, fix 24a: round 23's leftovers: the draft title beside several
+guard events, ``redact`` of a guard event's message, runs of combining marks, and the pytest
+plugin's item of an empty ``--forensics-captures``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_round23_fix23a import _guarded, _title
+
+# ------------------------------ T146a: the draft's title names every guard event's count
+
+
+def _forged(step: int, tensor: str, value: int, site: str) -> dict[str, object]:
+    """A forged ``guard_violation`` of ``tensor`` = ``value`` at ``site``, step ``step``."""
+    return {"kind": "guard_violation", "process": "w0", "rank": 0, "step": step,
+            "site": site, "row": 0, "tensor": tensor, "value": value, "bound": 4}
+
+
+def _events(capture: Path, *events: dict[str, object]) -> None:
+    """``capture``'s events: ``events`` alone, then the probe's stop."""
+    stop = {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 12}
+    (capture / "events-w0.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in [*events, stop]))
+
+
+def test_the_draft_title_counts_the_guard_events_and_names_the_first_two(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Of a capture whose (clean) records show no value out of range and whose events hold
+    two guard events naming different tensors and values, the draft's title named the first
+    alone ("its guard_violation event names prev_positions = 9 ..."), as if it were the only
+    claim. It counts them and names the first two (the guard that raised first), the rest
+    counted; of one event, it names that one as before."""
+    capture = _guarded(tmp_path)
+    head = "**Title**: [Bug]: engine crash with no captured index value out of range, though "
+    _events(capture, _forged(3, "input_ids", 70000, "embedding"))
+    assert _title(capsys, capture) == (
+        f"{head}its guard_violation event names input_ids = 70000 out of range at embedding")
+    _events(capture, _forged(3, "input_ids", 70000, "embedding"),
+            _forged(2, "prev_positions", 9, "batch_change"))
+    assert _title(capsys, capture) == (
+        f"{head}its 2 guard events name values out of range: prev_positions = 9 at batch_change "
+        "(guard_violation), input_ids = 70000 at embedding (guard_violation)")
+    _events(capture, _forged(3, "input_ids", 70000, "embedding"),
+            _forged(2, "prev_positions", 9, "batch_change"),
+            _forged(4, "out.output_token_ids", 32001, "async_output"))
+    assert _title(capsys, capture) == (
+        f"{head}its 3 guard events name values out of range: prev_positions = 9 at batch_change "
+        "(guard_violation), input_ids = 70000 at embedding (guard_violation) and 1 more")
