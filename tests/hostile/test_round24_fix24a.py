@@ -49,3 +49,43 @@ def test_the_draft_title_counts_the_guard_events_and_names_the_first_two(
     assert _title(capsys, capture) == (
         f"{head}its 3 guard events name values out of range: prev_positions = 9 at batch_change "
         "(guard_violation), input_ids = 70000 at embedding (guard_violation) and 1 more")
+
+
+# ------------------------------ T146b: redact's guard message says the value as its field
+
+
+def test_redact_says_a_guard_event_s_value_in_its_message_as_its_field_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``redact`` mapped a guard event's ``value`` (of a token tensor) as the records' ids are,
+    but its kept message still said the real id ("input_ids[2] value 1234 is outside ..."),
+    beside the mapped one in the field. The message says the mapped value after ``value``; a
+    number that is the event's row or bound after its word is kept; the id anywhere else, and
+    the value of a tensor its site does not name (its field dropped), read ``<value>``."""
+    from forensics.probe.guard import bounds_error
+    from forensics.sites import Violation
+    from tests.hostile.test_round2 import run_cli
+
+    def guard(tensor: str, row: int, value: int, message: str = "") -> dict[str, object]:
+        raised = Violation("embedding", row, tensor, value, 0, 4)
+        return {"kind": "guard_violation", "process": "w0", "rank": 0, "step": 8,
+                "site": "embedding", "row": row, "tensor": tensor, "value": value, "bound": 4,
+                "message": message or str(bounds_error(raised, 8, 0, None))}
+
+    capture = _guarded(tmp_path, guard("input_ids[2]", 2, 1234),
+                       guard("input_ids", 1234, 1234, "row 1234 read token 1234 (bound 4)"),
+                       guard("nope", 2, 1234))
+    shared = tmp_path / "shared.capture"
+    code, out, err = run_cli(capsys, "redact", capture, "-o", shared)
+    assert code == 0, err
+    events = [json.loads(line) for line in (shared / "events-w0.jsonl").read_text().splitlines()]
+    probe, forged, unknown = [e for e in events if e["kind"].startswith("guard")][2:]
+    mapped = probe["value"]
+    assert mapped != 1234 and forged["value"] == mapped and "value" not in unknown
+    assert probe["message"].startswith(
+        f"forensics guard: site 'embedding' step 8 rank 0 row 2: input_ids[2] value {mapped} is "
+        "outside [0, 4) (bound 4)"), probe
+    assert forged["message"] == "row 1234 read token <value> (bound 4)", forged
+    assert unknown["message"].startswith(
+        "forensics guard: site 'embedding' step 8 rank 0 row 2: nope value <value> is outside"), \
+        unknown
+    assert "1234" not in json.dumps([probe, unknown]) and forged["row"] == 1234
