@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from test_round23_fix23a import _guarded, _title
 
+pytest_plugins = ["pytester"]
+
 # ------------------------------ T146a: the draft's title names every guard event's count
 
 
@@ -89,3 +91,24 @@ def test_redact_says_a_guard_event_s_value_in_its_message_as_its_field_does(
         "forensics guard: site 'embedding' step 8 rank 0 row 2: nope value <value> is outside"), \
         unknown
     assert "1234" not in json.dumps([probe, unknown]) and forged["row"] == 1234
+
+
+# ------------------------------ T146c: the pytest plugin's item of an empty root says ''
+
+
+def test_the_plugin_s_item_of_an_empty_root_is_named_as_given(
+        pytester: pytest.Pytester) -> None:
+    """``pytest --forensics-captures ""`` failed an item whose id was ``.`` (the working
+    directory, which the root is not) while its line said the path '' is empty. Its id is
+    ``forensics-captures['']``; an empty root and ``.`` given together are two items."""
+    pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rA",
+                                          "--forensics-captures", "")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "FAILED forensics-captures[''] - --forensics-captures" in out and "FAILED . " not in out
+    both = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rA",
+                                        "--forensics-captures", "", "--forensics-captures", ".")
+    both.assert_outcomes(passed=1, failed=2)
+    assert "FAILED forensics-captures[''] - " in both.stdout.str()
+    assert "FAILED . - '.' (--forensics-captures" in both.stdout.str()

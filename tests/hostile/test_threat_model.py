@@ -1712,6 +1712,8 @@ TESTS = {
               "test_redact_says_a_guard_event_s_value_in_its_message_as_its_field_does",
               "tests/hostile/test_round22_lead.py::"
               "test_redact_says_the_numbers_of_kept_event_text_are_not_permuted"],
+    "T146c": ["tests/hostile/test_round24_fix24a.py::"
+              "test_the_plugin_s_item_of_an_empty_root_is_named_as_given"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
