@@ -5,10 +5,14 @@ plugin's item of an empty ``--forensics-captures``."""
 from __future__ import annotations
 
 import json
+import unicodedata
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from test_round23_fix23a import _guarded, _title
+
+from forensics import escaping
 
 pytest_plugins = ["pytester"]
 
@@ -112,3 +116,81 @@ def test_the_plugin_s_item_of_an_empty_root_is_named_as_given(
     both.assert_outcomes(passed=1, failed=2)
     assert "FAILED forensics-captures[''] - " in both.stdout.str()
     assert "FAILED . - '.' (--forensics-captures" in both.stdout.str()
+
+
+# ------------------------------ T146d: a run of combining marks is escaped in every output
+
+#: Zalgo text: runs of combining marks past MOST_MARKS on one letter (NFC or not)
+ZALGO = ["a" + "\u0334" * 3 + "b", "a" + "\u0301" * 200, "x" + "\u0489" * 40 + "y",
+         "\u0334" * 5 + "z", "\\" + "\u0334" * 3]
+#: ordinary accented text (NFC): a letter with one or two marks is written as it is
+ACCENTED = ["caf\u00e9", "Vi\u1ec7t Nam", "a\u0334\u0335", "\u0e17\u0e35\u0e48"]
+#: every output a capture string may land in, each taking the string
+OUTPUTS = {
+    "terminal": escaping.terminal, "inert": escaping.inert, "spanless": escaping.spanless,
+    "quoted": escaping.quoted, "html": escaping.html,
+    "html_raw": lambda text: escaping.html(text, raw=True), "markdown": escaping.markdown,
+    "markdown_raw": lambda text: escaping.markdown(text, raw=True),
+    "markdown_table": lambda text: escaping.markdown(text, table=True),
+    "markdown_code": escaping.markdown_code, "csv": escaping.csv_cell,
+    "python": escaping.python_string, "shell": escaping.shell_word}
+
+
+def _runs(text: str) -> list[str]:
+    """The runs of combining marks longer than MOST_MARKS standing raw in ``text``."""
+    run, found = "", []
+    for char in f"{text}.":
+        if unicodedata.category(char) in ("Mn", "Mc", "Me"):
+            run += char
+            continue
+        found += [run] if len(run) > escaping.MOST_MARKS else []
+        run = ""
+    return found
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_a_run_of_combining_marks_is_escaped_in_every_output(output: str) -> None:
+    """``a`` and 3 U+0334 (NFC: nothing escaped it) stood raw in every output, drawn over the
+    rows above and below it in the triage HTML and the report (Zalgo text). A run past
+    MOST_MARKS is escaped whole (``\\u0334``) in every output; a letter with one or two marks
+    (an accent, Vietnamese's two, Thai's vowel and tone) is written as it is."""
+    write = OUTPUTS[output]
+    for text in ZALGO:
+        out = write(text)
+        assert _runs(out) == [], (output, out)
+    assert "a\\u0334\\u0334\\u0334b" in escaping.terminal(ZALGO[0])
+    for text in ACCENTED:
+        assert text in write(text) or output in ("python", "shell"), (output, write(text))
+    svg = f'<svg a="{escaping.html(ZALGO[1])}"><text>{escaping.html(ZALGO[2])}</text></svg>'
+    ET.fromstring(svg)
+
+
+def test_two_mark_runs_and_the_run_escaped_never_print_alike() -> None:
+    """A backslash before an escaped run is doubled, as before any escape: ``\\`` and three
+    U+0334 never prints as the text ``\\u0334`` and two of them; a shell word of a run reads
+    back as the text."""
+    import subprocess
+
+    for text in ZALGO:
+        word = escaping.shell_word(text)
+        said = subprocess.run(["sh", "-c", f"printf %s {word}"], capture_output=True, check=True)
+        assert said.stdout.decode() == text
+    assert escaping.terminal("\\" + "\u0334" * 3) == "\\\\\\u0334\\u0334\\u0334"
+    assert escaping.terminal("\\u0334" + "\u0334" * 2) == "\\\\u0334\u0334\u0334"
+
+
+def test_triage_s_html_and_table_escape_a_capture_name_s_run_of_marks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capture folder named ``a`` and 40 U+0334 stood raw in ``simulate``'s line, and in
+    ``triage``'s table and HTML pages (its index and its group's report), drawn over the rows
+    around it; it is escaped in each."""
+    from tests.hostile.test_round2 import run_cli
+
+    name = "a" + "\u0334" * 40
+    code, wrote, err = run_cli(capsys, "simulate", "clean", "-o", tmp_path / f"{name}.capture")
+    assert code == 0, err
+    pages = tmp_path / "html"
+    code, out, err = run_cli(capsys, "triage", tmp_path / f"{name}.capture", "--html", pages)
+    assert code in (0, 1), err
+    for text in (wrote, out, *(page.read_text(encoding="utf-8") for page in pages.glob("*.html"))):
+        assert _runs(text) == [] and "a" + "\\u0334" * 40 in text
