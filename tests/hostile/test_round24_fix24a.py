@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import unicodedata
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,24 @@ def test_triage_s_html_and_table_escape_a_capture_name_s_run_of_marks(
     assert code in (0, 1), err
     for text in (wrote, out, *(page.read_text(encoding="utf-8") for page in pages.glob("*.html"))):
         assert _runs(text) == [] and "a" + "\\u0334" * 40 in text
+
+
+def make_work(case: str, size: int, scratch: Path) -> Callable[[], object]:
+    """Every escaping of ``MARKED[case](size)`` (run by :mod:`tests.instructions`)."""
+    text = MARKED[case](size)
+    return lambda: [write(text) for write in (escaping.terminal, escaping.inert,
+                                              escaping.markdown, escaping.shell_word)]
+
+
+#: texts of marks a run's pattern could retry at each mark: one long run, runs of two (kept)
+MARKED: dict[str, Callable[[int], str]] = {
+    "one run": lambda n: "a" + "\u0334" * n, "pairs": lambda n: "a\u0334\u0334" * n}
+
+
+@pytest.mark.parametrize("case", list(MARKED))
+def test_escaping_runs_of_marks_is_linear(case: str, tmp_path: Path) -> None:
+    """4x such a text costs under 6x the instructions (callgrind; 4x the base is 4,000 marks
+    or runs, under :data:`~forensics.escaping.LIMIT`)."""
+    from tests.instructions import assert_linear, scaling
+
+    assert_linear(scaling(__file__, dict.fromkeys(MARKED, 1000), tmp_path)[case])

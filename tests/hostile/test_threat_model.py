@@ -1719,7 +1719,8 @@ TESTS = {
               "tests/hostile/test_round24_fix24a.py::"
               "test_two_mark_runs_and_the_run_escaped_never_print_alike",
               "tests/hostile/test_round24_fix24a.py::"
-              "test_triage_s_html_and_table_escape_a_capture_name_s_run_of_marks"],
+              "test_triage_s_html_and_table_escape_a_capture_name_s_run_of_marks",
+              "tests/hostile/test_round24_fix24a.py::test_escaping_runs_of_marks_is_linear"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
