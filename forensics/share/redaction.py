@@ -540,10 +540,10 @@ def said_value(text: str, event: dict[str, Any], shown: int | None) -> str:
     placeholder = "<value>" if shown is None else str(shown)
 
     def said(found: re.Match[str]) -> str:
-        before, after = text[max(0, found.start() - 8):found.start()], text[found.end():]
+        before = text[max(0, found.start() - 8):found.start()]
         if before.endswith("value "):
             return placeholder
-        bound = before.endswith(", ") and after.startswith(")")  # [0, BOUND)
+        bound = before.endswith(", ") and text.startswith(")", found.end())  # [0, BOUND)
         if bound and _same(event.get("bound"), value) or any(
                 before.endswith(word) and _same(event.get(key), value)
                 for word, key in _GUARD_LABELS.items()):
