@@ -12,6 +12,8 @@ that escapes (no output keeps a copy of these rules).
   U+0301 where ``é`` is one character, a Hangul syllable as its jamo, U+212B for ``Å``) has
   every character NFC may change or join to the one before (NFC quick check No or Maybe)
   escaped too, so it never prints as its NFC spelling does (a name in NFC prints as before);
+  a run of more than :data:`MOST_MARKS` combining marks (Zalgo text, drawn over the lines
+  around it) is escaped whole, here and in :func:`inert`, so in every output;
 - :func:`unicode`: only lone surrogates shown (``\\udcff``): text a UTF-8 store (Arrow, JSON
   files) can hold, otherwise unchanged; :func:`unicode_path` the same for a capture's path,
   with a backslash that would read as an escape's start doubled (no two paths alike), and
@@ -183,6 +185,10 @@ def unprinted_class() -> str:
 
 #: no combining mark (categories Mn, Mc, Me) lies outside these code points
 _MARKS_SPAN = (0x300, 0xE01EF)
+#: the most combining marks in a row written as themselves (a letter's accent, Vietnamese's
+#: two); a longer run (Zalgo text: ``a`` and 200 U+0301, drawn over the lines above and below)
+#: is escaped whole, in every output
+MOST_MARKS = 2
 
 
 @functools.cache
@@ -209,6 +215,8 @@ def _patterns(nfc: bool, ascii_only: bool = False
     ``\\x1é``); an ASCII string (``ascii_only``) holds none."""
     escaped = _CONTROL.pattern if nfc else f"{_CONTROL.pattern}|{_unstable_class()}"
     marks = "" if ascii_only else _marks_class()
+    if marks:  # a run past MOST_MARKS draws over the lines around it
+        escaped = f"{escaped}|{marks}{{{MOST_MARKS + 1},}}"
     after, start = (f"{marks}*", f"|^{marks}+") if marks else ("", "")
     return (re.compile(f"(?:{escaped}){after}{start}"),
             re.compile(r"\\(?=[\\xuU]|" + escaped + f")|(?:{escaped}){after}{start}"),
@@ -259,7 +267,15 @@ def inert(text: Any) -> str:
     """``text`` (a message that holds values already through :func:`terminal`) as one line of
     inert text: control characters, noncharacters and lone surrogates escaped as by
     :func:`terminal`, backslashes left as they are (a value's escapes are not doubled)."""
-    return _CONTROL.sub(_visible, capped(text))
+    text = capped(text)
+    return (_CONTROL if text.isascii() else _inert_pattern()).sub(_visible, text)
+
+
+@functools.cache
+def _inert_pattern() -> re.Pattern[str]:
+    """What :func:`inert` escapes in a text not ASCII: :data:`_CONTROL`'s characters and a run
+    of more than :data:`MOST_MARKS` combining marks."""
+    return re.compile(f"{_CONTROL.pattern}|{_marks_class()}{{{MOST_MARKS + 1},}}")
 
 
 def spanless(value: Any) -> str:

@@ -43,7 +43,7 @@ def _capture_dirs(config: pytest.Config) -> list[Path]:
 
 
 def _collected(config: pytest.Config, unlisted: list[tuple[Path, OSError]] | None = None
-               ) -> tuple[list[Path], list[tuple[Path, str]]]:
+               ) -> tuple[list[Path], list[tuple[str, str]]]:
     """The captures of every root (the option's, then the ini's), each once: a folder named
     twice (by the option and the ini, or a capture inside a folder also named) once made two
     items of one id, the capture replayed twice and counted twice. Then each root that names no
@@ -55,8 +55,8 @@ def _collected(config: pytest.Config, unlisted: list[tuple[Path, OSError]] | Non
 
     given = [*config.getoption("forensics_captures"), *config.getini("forensics_captures")]
     found: dict[object, Path] = {}
-    empty: list[tuple[Path, str]] = []
-    for text in given:
+    empty: list[tuple[str, str]] = []
+    for text in map(os.fspath, given):
         root = Path(text)
         try:
             unnamed = unnamed_path(text)  # "" (an unset "$DIR") is no working directory
@@ -66,12 +66,18 @@ def _collected(config: pytest.Config, unlisted: list[tuple[Path, OSError]] | Non
             captures = [root] if root.name.endswith(".capture") else captures_under(
                 root, unlisted)
         except ConfigurationError as exc:  # one item however often the root is named
-            if all(os.path.abspath(root) != os.path.abspath(r) for r, _ in empty):
-                empty.append((root, str(exc)))
+            if all(not _same_root(text, r) for r, _ in empty):
+                empty.append((text, str(exc)))
             continue
         for capture in captures:
             found.setdefault(folder_id(capture), capture)
     return list(found.values()), empty
+
+
+def _same_root(one: str, other: str) -> bool:
+    """Whether two roots given name one folder (an empty one is none: not the ``.`` it reads
+    as)."""
+    return one == other if not (one and other) else os.path.abspath(one) == os.path.abspath(other)
 
 
 def captures_under(root: Path, unlisted: list[tuple[Path, OSError]] | None = None
@@ -169,7 +175,7 @@ def shown(text: object) -> str:
 class CaptureCollector(pytest.Collector):
     """The captures of ``--forensics-captures`` and the ``forensics_captures`` ini option."""
 
-    def __init__(self, *, captures: list[Path], empty: list[tuple[Path, str]] | None = None,
+    def __init__(self, *, captures: list[Path], empty: list[tuple[str, str]] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.captures = captures
@@ -181,9 +187,21 @@ class CaptureCollector(pytest.Collector):
         items: list[pytest.Item] = [
             CaptureItem.from_parent(self, name=shown(path.name), nodeid=shown_path(path),
                                     capture=path) for path in self.captures]
-        return items + [NoCaptureItem.from_parent(self, name=shown(root.name),
-                                                  nodeid=shown_path(root), why=why)
+        return items + [NoCaptureItem.from_parent(self, name=root_name(root),
+                                                  nodeid=root_id(root), why=why)
                         for root, why in self.empty]
+
+
+def root_name(text: str) -> str:
+    """The item name of a root of captures given as ``text``: its last part, ``''`` of an
+    empty root (which names no folder; it read as the working directory's ``.``)."""
+    return shown(Path(text).name) if text else "''"
+
+
+def root_id(text: str) -> str:
+    """The item id of a root given as ``text`` (:func:`shown_path`); of an empty one,
+    ``forensics-captures['']``, as given (its id read ``.``, the working directory)."""
+    return shown_path(Path(text)) if text else "forensics-captures['']"
 
 
 class NoCaptureItem(pytest.Item):

@@ -45,9 +45,10 @@ def run(args: argparse.Namespace) -> int:
     dropped = ", ".join(result.dropped) or "nothing"
     if any(name.endswith("*") for name in result.dropped):  # a name that may be private
         dropped += " (*: fields of names forensics does not write, not named here)"
-    # the ids of its records only: a number an event's kept text holds stays (T37e)
-    tokens = (f"token ids in [1, {result.token_domain}) permuted in its records (a number in "
-              "the events' kept text is not)" if result.token_domain
+    # the ids of its records and guard events only: another number of kept text stays (T37e)
+    tokens = (f"token ids in [1, {result.token_domain}) permuted in its records and its guard "
+              "events' values (another number in the events' kept text is not)"
+              if result.token_domain
               else "no token ids (no record holds any)")
     print(f"wrote {terminal(result.path)}: {result.records} records, {tokens}, "
           f"{result.request_ids} request ids pseudonymised; dropped: {dropped} "

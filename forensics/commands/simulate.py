@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises UnknownScenarioError, ConfigurationError or OutputExistsError (exit 2 in the CLI).
     """
+    from forensics.escaping import terminal
     from forensics.simulator.runs import simulate
     from forensics.simulator.scenarios import configure, none_fired
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     out = simulate(sc, seed=args.seed, out=args.output, force=args.force,
                    progress=sys.stderr.isatty())
     none = none_fired(sc, injected_by(out))
-    print(f"wrote {out}: scenario {sc.name}, {sc.steps} steps, batch {sc.batch}, "
+    print(f"wrote {terminal(out)}: scenario {sc.name}, {sc.steps} steps, batch {sc.batch}, "
           f"{sc.spec_tokens} drafts, vocab {sc.vocab}, seed {args.seed} "
           f"({time.perf_counter() - start:.1f} s)"
           + (f"; {none} (its faults are drawn at random: give more --steps or another --seed)"

@@ -105,20 +105,38 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{head}: {message}" if message else head
 
 
+#: the most guard events a draft's title names of a capture holding several (the rest counted)
+NAMED_GUARD_EVENTS = 2
+
+
 def guard_claim(capture: Any) -> str:
-    """What the capture's first guard event claims (by step; a ``guard_violation``, the guard
-    that raised, before a ``guard_passed_on``), as its own words: ``"its guard_violation event
-    names prev_positions = 9 out of range at batch_change"``; ``""`` when it holds none. A
-    capture is data: the event is the probe's claim, not a finding."""
+    """What the capture's guard events claim (by step; a ``guard_violation``, the guard that
+    raised, before a ``guard_passed_on``), as their own words: ``"its guard_violation event
+    names prev_positions = 9 out of range at batch_change"`` of one; of several, their count
+    and the first :data:`NAMED_GUARD_EVENTS` (``"its 3 guard events name values out of range:
+    prev_positions = 9 at batch_change (guard_violation), ... and 1 more"``); ``""`` when it
+    holds none. A capture is data: an event is the probe's claim, not a finding."""
     from forensics.known.evidence import GUARD_EVENT_KINDS, in_step_order
 
     events = [e for e in getattr(capture, "events", None) or []
               if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]
     if not events:
         return ""
-    first = sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation")[0]
-    tensor, value, site = (_claimed(first.get(key)) for key in ("tensor", "value", "site"))
-    return f"its {first['kind']} event names {tensor} = {value} out of range at {site}"
+    ordered = sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation")
+    if len(ordered) == 1:
+        tensor, value, site = _said(ordered[0])
+        return f"its {ordered[0]['kind']} event names {tensor} = {value} out of range at {site}"
+    named = ", ".join(f"{tensor} = {value} at {site} ({event['kind']})" for event in
+                      ordered[:NAMED_GUARD_EVENTS] for tensor, value, site in [_said(event)])
+    more = len(ordered) - NAMED_GUARD_EVENTS
+    return (f"its {len(ordered)} guard events name values out of range: {named}"
+            f"{f' and {more} more' if more > 0 else ''}")
+
+
+def _said(event: dict[str, Any]) -> tuple[str, str, str]:
+    """A guard event's tensor, value and site as it claims them (:func:`_claimed`)."""
+    tensor, value, site = (_claimed(event.get(key)) for key in ("tensor", "value", "site"))
+    return tensor, value, site
 
 
 def _claimed(value: Any) -> str:

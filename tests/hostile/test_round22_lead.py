@@ -79,6 +79,7 @@ def test_redact_says_the_numbers_of_kept_event_text_are_not_permuted(
                      '"IndexError: index 12345 is out of bounds for dimension 0 with size 4"}\n')
     code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "r.capture")
     assert code == 0, err
-    assert "permuted in its records (a number in the events' kept text is not)" in out, out
+    assert ("permuted in its records and its guard events' values (another number in the "
+            "events' kept text is not)") in out, out
     kept = (tmp_path / "r.capture" / "events-w0.jsonl").read_text(encoding="utf-8")
     assert "index 12345" in kept  # as the line says

@@ -102,7 +102,8 @@ def test_the_draft_title_says_what_a_guard_event_claims_beside_the_records(
     capture = _guarded(tmp_path)
     assert _title(capsys, capture) == (
         "**Title**: [Bug]: engine crash with no captured index value out of range, though its "
-        "guard_violation event names prev_positions = 9 out of range at batch_change")
+        "2 guard events name values out of range: prev_positions = 9 at batch_change "
+        "(guard_violation), out.output_token_ids = 32000 at async_output (guard_passed_on)")
     events = capture / "events-w0.jsonl"
     passed = [line for line in events.read_text().splitlines()
               if '"guard_violation"' not in line]
