@@ -107,6 +107,10 @@ def afresh(session: ProbeSession) -> None:
     let_go_of_writer(session.backend)
     session.counts = dict.fromkeys(session.counts, 0)
     session.lost_to_signal = 0  # the parent's: the copy's probe_stop said it lost them
+    #: the parent's writer thread's CPUs (the copy's probe_stop said them, its own writer
+    #: thread never run) and its warnings given once (the copy's first went unsaid)
+    session.cpus, session._warned, session._passed_on_warned = {}, False, set()
+    session.kept = True  # the parent's last waited flush, not the copy's
     session._ring = deque()
     session._since_flush = session.due_upto = 0
     session._started_event = False

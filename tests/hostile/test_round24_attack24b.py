@@ -44,3 +44,51 @@ def test_a_live_forked_copy_lets_its_parents_writer_process_end(tmp_path: Path) 
     assert (stop["records"], stop["written"], stop["dropped"]) == (3, 3, 0)
     (segment,) = capture.glob("*.arrows")
     assert segment.read_bytes().endswith(b"\xff\xff\xff\xff\x00\x00\x00\x00")
+
+
+# ------------------------------- T149b: the copy's probe_stop and warnings were its parent's
+#: the first process's writer thread runs (a due flush) and a guard finding of batch_change is
+#: passed on (warned once); a copy forked then records one record (no due flush: no writer
+#: thread of its own) and passes on a finding of the same site, and closes
+COPY_OWN = textwrap.dedent("""
+    import numpy as np
+    from forensics.probe import plugin
+    from forensics.probe.guard import check_ids
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=2, writer="thread"))
+    record_batch_changes(session, [[0, 1]] * 2)
+    session.drain()
+
+    def pass_on():
+        found = check_ids("batch_change", "prev_positions", np.array([7]), 3)
+        session.passed_on(session.new_record("batch_change"), found)
+
+    pass_on()
+    if (pid := os.fork()) == 0:
+        record_batch_changes(session, [[0, 1]])
+        pass_on()
+        plugin.stop()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    plugin.stop()
+    print(pid)
+""")
+
+
+def test_a_forked_copys_probe_stop_and_warnings_are_its_own(tmp_path: Path) -> None:
+    """T149b: a forked copy's ``probe_stop`` says no writer thread's CPUs where the copy ran
+    none (it said its parent's ``engine_cpus`` and ``writer_cpus``), and the copy's first guard
+    finding passed on at a site is warned of in its log (its parent's warning of that site
+    kept the copy's unsaid)."""
+    capture = tmp_path / "x.capture"
+    child = _child(COPY_OWN, str(capture), str(PROBE_TESTS))
+    assert child.returncode == 0, child.stderr[-3000:]
+    copy = int(child.stdout.split()[-1])
+    stops = {stop["pid"]: stop for stop in _stops(capture)}
+    (parent,) = [pid for pid in stops if pid != copy]
+    assert "writer_cpus" in stops[parent]
+    assert "writer_cpus" not in stops[copy] and "engine_cpus" not in stops[copy]
+    assert child.stderr.count("wrote prev_positions[0] value 7") == 2, child.stderr[-3000:]
