@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child, _stops
 
 # ------------------------------- T149a: a live copy held its parent's writer process's stdin
@@ -92,3 +94,55 @@ def test_a_forked_copys_probe_stop_and_warnings_are_its_own(tmp_path: Path) -> N
     assert "writer_cpus" in stops[parent]
     assert "writer_cpus" not in stops[copy] and "engine_cpus" not in stops[copy]
     assert child.stderr.count("wrote prev_positions[0] value 7") == 2, child.stderr[-3000:]
+
+
+# ------------------------------- T149c: a record that comes after the close
+#: the writer (argv[3]); 2 records; another thread is inside a recorded call (past the
+#: session's ``wants``) as the main thread closes the probe; its record comes after the close
+LATE = textwrap.dedent("""
+    import threading
+    from forensics.probe import hooks, plugin
+    from forensics.probe.settings import Settings
+    from probe_fakes import batch_args, plain_batch_change
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]))
+    record_batch_changes(session, [[0, 1]] * 2)
+    inside, go = threading.Event(), threading.Event()
+
+    def slow(*args, **kwargs):
+        inside.set()
+        go.wait()
+        return plain_batch_change(*args, **kwargs)
+
+    wrapped = hooks.wrap_batch_change(slow)
+    hooks.activate(session)
+
+    def engine():
+        session.begin_step()
+        wrapped(*batch_args([0, 1]))
+
+    thread = threading.Thread(target=engine)
+    thread.start()
+    inside.wait()
+    plugin.stop()
+    go.set()
+    thread.join()
+    print(session.counts["records"], getattr(session.backend, "channel", None))
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_record_that_comes_after_the_close_is_said(tmp_path: Path, writer: str) -> None:
+    """T149c: a record whose thread was inside a recorded call as the probe closed is said in
+    the log to be in no capture and counted in no ``probe_stop``, and starts no writer; it was
+    queued into a ring no one read (the writer process started anew for it), unsaid."""
+    capture = tmp_path / "x.capture"
+    child = _child(LATE, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.split() == ["2", "None"]
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"]) == (2, 2, 0)
+    assert ("a batch_change record (step 2, rank 0) came after the probe closed"
+            in child.stderr), child.stderr[-3000:]

@@ -1708,6 +1708,8 @@ TESTS = {
               "test_a_live_forked_copy_lets_its_parents_writer_process_end"],
     "T149b": ["tests/hostile/test_round24_attack24b.py::"
               "test_a_forked_copys_probe_stop_and_warnings_are_its_own"],
+    "T149c": ["tests/hostile/test_round24_attack24b.py::"
+              "test_a_record_that_comes_after_the_close_is_said"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
