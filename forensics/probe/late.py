@@ -15,8 +15,11 @@ from typing import Any
 LOG = logging.getLogger("forensics.probe")
 
 
-def said(pending: Any) -> None:
-    """One log line naming ``pending`` (a record that came after the close): in no capture."""
+def said(session: Any, pending: Any, failed: bool) -> None:
+    """One log line naming ``pending`` (a record of ``session`` that came after its close): in
+    no capture; a guard finding's record (``failed``) makes its message say it is not kept."""
+    if failed:
+        session.kept = False
     LOG.warning("forensics probe: a %s record (step %d, rank %d) came after the probe closed "
                 "(its thread was inside a recorded call as the session closed): it is in no "
                 "capture, and the probe_stop, written at the close, does not count it",

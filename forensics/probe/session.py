@@ -200,11 +200,11 @@ class ProbeSession(FlushMarks):
         writer thread; the call returns at once); flush at once, waiting, if ``failed``.
         One that comes after the close is said in the log (:mod:`~forensics.probe.late`)."""
         if self._closed:
-            return late.said(pending)
+            return late.said(self, pending, failed)
         self.backend.record_added(False)
         with self._lock:
             if self._closed:  # closed meanwhile
-                return late.said(pending)
+                return late.said(self, pending, failed)
             self.counts["records"] += 1
             pending.seq = self.counts["records"]
             self._ring.append(pending)

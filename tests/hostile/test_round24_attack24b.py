@@ -146,3 +146,30 @@ def test_a_record_that_comes_after_the_close_is_said(tmp_path: Path, writer: str
     assert (stop["records"], stop["written"], stop["dropped"]) == (2, 2, 0)
     assert ("a batch_change record (step 2, rank 0) came after the probe closed"
             in child.stderr), child.stderr[-3000:]
+
+
+#: 2 records; the probe closes; a guard finding's record comes after the close
+LATE_GUARD = textwrap.dedent("""
+    import numpy as np
+    from forensics.probe import plugin
+    from forensics.probe.guard import check_ids
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer="thread"))
+    record_batch_changes(session, [[0, 1]] * 2)
+    session.close()
+    found = check_ids("batch_change", "prev_positions", np.array([7]), 3)
+    print(session.violation(session.new_record("batch_change"), found))
+""")
+
+
+def test_a_guard_finding_after_the_close_is_not_said_recorded(tmp_path: Path) -> None:
+    """T149c: a guard finding whose record comes after the close says its records could not
+    all be written (the log line says why), never "recorded in" the capture."""
+    capture = tmp_path / "x.capture"
+    child = _child(LATE_GUARD, str(capture), str(PROBE_TESTS))
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "records up to this call could not all be written" in child.stdout
+    assert "came after the probe closed" in child.stderr

@@ -1709,7 +1709,9 @@ TESTS = {
     "T149b": ["tests/hostile/test_round24_attack24b.py::"
               "test_a_forked_copys_probe_stop_and_warnings_are_its_own"],
     "T149c": ["tests/hostile/test_round24_attack24b.py::"
-              "test_a_record_that_comes_after_the_close_is_said"],
+              "test_a_record_that_comes_after_the_close_is_said",
+              "tests/hostile/test_round24_attack24b.py::"
+              "test_a_guard_finding_after_the_close_is_not_said_recorded"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
