@@ -201,7 +201,7 @@ class ProbeSession(FlushMarks):
         One that comes after the close is said in the log (:mod:`~forensics.probe.late`)."""
         if self._closed:
             return late.said(self, pending, failed)
-        self.backend.record_added(False)
+        handed.room(self)  # a signal as it waits for room: counted lost to it
         with self._lock:
             if self._closed:  # closed meanwhile
                 return late.said(self, pending, failed)

@@ -173,3 +173,58 @@ def test_a_guard_finding_after_the_close_is_not_said_recorded(tmp_path: Path) ->
     assert child.returncode == 0, child.stderr[-3000:]
     assert "records up to this call could not all be written" in child.stdout
     assert "came after the probe closed" in child.stderr
+
+
+# ------------------------------- T149d: a signal as the engine waits for room in a full ring
+#: a writer thread's ring of 1; its writer blocks on the first record (a slow disk); the
+#: second fills the ring; the third waits for room, and a SIGINT comes as it waits
+RING_WAIT = textwrap.dedent("""
+    import threading
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+    from probe_fakes import FakeWriter
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(FakeWriter):
+        def flush(self):
+            entered.set()
+            release.wait()
+            super().flush()
+
+    writer = Slow()
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=1,
+                                    flush_every=1), writer_factory=lambda session: writer)
+    record_batch_changes(session, [[0, 1]])
+    entered.wait()
+    record_batch_changes(session, [[0, 1]])
+    backend = session.backend
+    real = backend.drain
+
+    def drain(timeout):
+        os.kill(os.getpid(), signal.SIGINT)  # handled as the wait begins
+        return real(timeout)
+
+    backend.drain = drain
+    try:
+        record_batch_changes(session, [[0, 1]])
+    except KeyboardInterrupt:
+        print("interrupted")
+    backend.drain = real
+    release.set()
+    plugin.stop()
+    (stop,) = [event for event in writer.events if event["kind"] == "probe_stop"]
+    print(json.dumps([stop[key] for key in ("records", "written", "dropped")]
+                     + [stop.get("lost_to_signal")]))
+""")
+
+
+def test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted(tmp_path: Path) -> None:
+    """T149d: a record whose wait for room in a writer thread's full ring a signal's handler
+    cuts short (``KeyboardInterrupt``) is counted lost to a signal (``records`` 3, 2 written,
+    ``lost_to_signal`` 1, and the log line); it was counted nowhere (``records`` 2)."""
+    child = _child(RING_WAIT, str(tmp_path / "x.capture"), str(PROBE_TESTS))
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.splitlines() == ["interrupted", "[3, 2, 0, 1]"], child.stdout
+    assert "1 record(s) lost to a signal" in child.stderr, child.stderr[-3000:]
