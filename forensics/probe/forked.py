@@ -93,7 +93,7 @@ def let_go_of_writer(inherited: Any) -> None:
     try:
         null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         try:
-            os.dup2(null, stdin.fileno())
+            os.dup2(null, stdin.fileno(), inheritable=False)
         finally:
             os.close(null)
     except (OSError, ValueError):  # already closed in the parent (its channel ended)
