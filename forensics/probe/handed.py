@@ -38,10 +38,17 @@ def room(session: Any) -> None:
     try:
         session.backend.record_added(False)
     except BaseException:
-        with session._lock:
-            session.counts["records"] += 1
-            session.lost_to_signal += 1
+        cut(session)
         raise
+
+
+def cut(session: Any) -> None:
+    """Count a record a signal's handler cut short before it was queued (its outputs being
+    recorded, or its wait for room: :func:`room`) as one of the session's records, lost to a
+    signal."""
+    with session._lock:
+        session.counts["records"] += 1
+        session.lost_to_signal += 1
 
 
 def _tally(backend: Any) -> tuple[int, Any, int, int]:
@@ -69,7 +76,7 @@ def note(session: Any) -> dict[str, int]:
     if not lost:
         return {}
     LOG.warning("forensics probe: %d record(s) lost to a signal: its handler raised "
-                "(KeyboardInterrupt, SystemExit) while they were handed to the writer or waited "
-                "for room in its ring; "
+                "(KeyboardInterrupt, SystemExit) as their outputs were copied, or as they were "
+                "handed to the writer or waited for room in its ring; "
                 "counted, neither written nor dropped", lost)
     return {"lost_to_signal": lost}

@@ -228,3 +228,43 @@ def test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted(tmp_path: Pa
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.splitlines() == ["interrupted", "[3, 2, 0, 1]"], child.stdout
     assert "1 record(s) lost to a signal" in child.stderr, child.stderr[-3000:]
+
+
+#: the writer (argv[3]); 2 records; a SIGINT comes as the third call's outputs are copied
+OUTPUTS_CUT = textwrap.dedent("""
+    from forensics.probe import plugin
+    from forensics.probe.copy import Copier
+    from forensics.probe.settings import Settings
+
+    joins = [0]
+
+    class Interrupted(Copier):
+        def join(self, tensors):
+            joins[0] += 1
+            if joins[0] == 6:  # the third call's outputs
+                os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
+            return super().join(tensors)
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]), copier=Interrupted())
+    try:
+        record_batch_changes(session, [[0, 1]] * 3)
+    except KeyboardInterrupt:
+        print("interrupted")
+    plugin.stop()
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_record_a_signal_cuts_out_of_its_outputs_copy_is_counted(
+        tmp_path: Path, writer: str) -> None:
+    """T149d: a record whose outputs a signal's handler cuts short as they are copied (after
+    the engine's call ran) is counted lost to a signal; it was counted nowhere."""
+    capture = tmp_path / "x.capture"
+    child = _child(OUTPUTS_CUT, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.split() == ["interrupted"]
+    (stop,) = _stops(capture)
+    assert (stop["records"], stop["written"], stop["dropped"], stop.get("lost_to_signal")) \
+        == (3, 2, 0, 1)

@@ -1713,7 +1713,9 @@ TESTS = {
               "tests/hostile/test_round24_attack24b.py::"
               "test_a_guard_finding_after_the_close_is_not_said_recorded"],
     "T149d": ["tests/hostile/test_round24_attack24b.py::"
-              "test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted"],
+              "test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted",
+              "tests/hostile/test_round24_attack24b.py::"
+              "test_a_record_a_signal_cuts_out_of_its_outputs_copy_is_counted"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
