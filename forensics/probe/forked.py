@@ -9,7 +9,8 @@ died), the locks (one held by another thread at the fork is never released in th
 the writer (the writer thread's open segment and events files: the copy appended its records
 and ``probe_stop`` to its parent's files, whose index then no longer matched: the capture
 could not be read). The inherited writer and channel are kept, never closed (closing one would
-write into the parent's files), and never used.
+write into the parent's files), and never used; the copy lets go of its end of the parent's
+writer process's stdin alone (:func:`let_go_of_writer`).
 """
 
 from __future__ import annotations
@@ -79,12 +80,37 @@ def take_mark(session: ProbeSession) -> None:
         owned.mark_joined(settings.capture, settings.owner)
 
 
+def let_go_of_writer(inherited: Any) -> None:
+    """Point the copy's descriptor of its parent's writer process's stdin at ``/dev/null``
+    (nothing of it written: its buffer goes nowhere), so that the parent's close ends that
+    process: it ends at the end of its stdin, which a live copy held open. The parent's close
+    waited 10 s for it and killed it, its capture left unclosed, and a parent killed left it
+    running as long as the copy ran."""
+    proc = getattr(getattr(inherited, "channel", None), "proc", None)
+    stdin = getattr(proc, "stdin", None)
+    if stdin is None:
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.dup2(null, stdin.fileno(), inheritable=False)
+        finally:
+            os.close(null)
+    except (OSError, ValueError):  # already closed in the parent (its channel ended)
+        pass
+
+
 def afresh(session: ProbeSession) -> None:
     """Make ``session`` (inherited by a forked copy) the copy's own: no record, count or event
     of the parent's, new locks, a backend of the parent's kind with no writer yet."""
     _INHERITED.append(session.backend)
+    let_go_of_writer(session.backend)
     session.counts = dict.fromkeys(session.counts, 0)
     session.lost_to_signal = 0  # the parent's: the copy's probe_stop said it lost them
+    #: the parent's writer thread's CPUs (the copy's probe_stop said them, its own writer
+    #: thread never run) and its warnings given once (the copy's first went unsaid)
+    session.cpus, session._warned, session._passed_on_warned = {}, False, set()
+    session.kept = True  # the parent's last waited flush, not the copy's
     session._ring = deque()
     session._since_flush = session.due_upto = 0
     session._started_event = False

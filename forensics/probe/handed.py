@@ -30,6 +30,27 @@ def frame(backend: Any, wait: bool) -> None:
         raise
 
 
+def room(session: Any) -> None:
+    """Wait for room in the session's ring (its backend's ``record_added(False)``: a writer
+    thread's full ring); when a signal's handler raises meanwhile (a Ctrl-C as the engine
+    waits), the record, never queued, is counted lost to a signal, then it goes on: it was
+    counted nowhere, ``probe_stop`` saying 2 records of an engine that made 3."""
+    try:
+        session.backend.record_added(False)
+    except BaseException:
+        cut(session)
+        raise
+
+
+def cut(session: Any) -> None:
+    """Count a record a signal's handler cut short before it was queued (its outputs being
+    recorded, or its wait for room: :func:`room`) as one of the session's records, lost to a
+    signal."""
+    with session._lock:
+        session.counts["records"] += 1
+        session.lost_to_signal += 1
+
+
 def _tally(backend: Any) -> tuple[int, Any, int, int]:
     """Where a hand-off's records stand before it: those in the session's ring, the channel
     and the records it framed, those dropped."""
@@ -55,6 +76,7 @@ def note(session: Any) -> dict[str, int]:
     if not lost:
         return {}
     LOG.warning("forensics probe: %d record(s) lost to a signal: its handler raised "
-                "(KeyboardInterrupt, SystemExit) while they were handed to the writer process; "
+                "(KeyboardInterrupt, SystemExit) as their outputs were copied, or as they were "
+                "handed to the writer or waited for room in its ring; "
                 "counted, neither written nor dropped", lost)
     return {"lost_to_signal": lost}

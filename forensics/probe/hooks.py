@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.probe import guard
+from forensics.probe import guard, handed
 from forensics.sites import get_site, hooked_by
 from forensics.sites._common import placeholder_start
 
@@ -105,10 +105,16 @@ def _guarded(session: ProbeSession, pending: PendingRecord, call: Callable[[], A
 
 def _finish(session: ProbeSession, pending: PendingRecord, late: Step | None,
             outputs: Step | None, *, failed: bool) -> None:
-    if late is not None:
-        _safely(session, "recording outputs", late, pending)
-    if outputs is not None:
-        _safely(session, "recording outputs", outputs, pending)
+    """Record the call's late inputs and outputs into ``pending`` and queue it; a signal's
+    handler that raises meanwhile (a Ctrl-C) leaves it counted lost to a signal."""
+    try:
+        if late is not None:
+            _safely(session, "recording outputs", late, pending)
+        if outputs is not None:
+            _safely(session, "recording outputs", outputs, pending)
+    except BaseException:
+        handed.cut(session)
+        raise
     try:
         if pending.deferred():
             pending.events += (session.copier.seal(),)

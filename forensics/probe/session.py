@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import forked, frames, handed, owned
+from forensics.probe import forked, frames, handed, late, owned
 from forensics.probe.busy import FlushMarks
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
@@ -197,9 +197,14 @@ class ProbeSession(FlushMarks):
 
     def add(self, pending: PendingRecord, *, failed: bool = False) -> None:
         """Queue a finished record; every N records poke the writer process (or wake the
-        writer thread; the call returns at once); flush at once, waiting, if ``failed``."""
-        self.backend.record_added(False)
+        writer thread; the call returns at once); flush at once, waiting, if ``failed``.
+        One that comes after the close is said in the log (:mod:`~forensics.probe.late`)."""
+        if self._closed:
+            return late.said(self, pending, failed)
+        handed.room(self)  # a signal as it waits for room: counted lost to it
         with self._lock:
+            if self._closed:  # closed meanwhile
+                return late.said(self, pending, failed)
             self.counts["records"] += 1
             pending.seq = self.counts["records"]
             self._ring.append(pending)

@@ -53,7 +53,8 @@ DROPPED_WHY = "its ring full, or its writer stalled or failing"
 UNACCOUNTED_WHY = "counted in its probe_stop's records, yet neither written nor dropped"
 #: why some of those were, where its ``probe_stop`` says so (``lost_to_signal``: T131f)
 LOST_WHY = ("lost to a signal, its probe_stop says (a handler raised, as KeyboardInterrupt or "
-            "SystemExit, while they were handed to the writer process)")
+            "SystemExit, as their outputs were copied, or as they were handed to the writer or "
+            "waited for room in its ring)")
 
 
 def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:

@@ -49,7 +49,9 @@ def test_the_records_lost_to_a_signal_are_said(
     assert ("3 record(s) were recorded by the probe and never written (3 counted in its "
             "probe_stop's records, yet neither written nor dropped, 2 of these lost to a "
             "signal, its probe_stop says (a handler raised, as KeyboardInterrupt or SystemExit,"
-            " while they were handed to the writer process))") in said, said
+            " as their outputs were copied, or as they were handed to the writer or waited"
+            " for room in its ring))"
+            ) in said, said
 
 
 def test_inspect_lists_the_records_lost_to_a_signal(

@@ -1726,6 +1726,18 @@ TESTS = {
               "tests/hostile/test_round24_fix24a.py::"
               "test_triage_s_html_and_table_escape_a_capture_name_s_run_of_marks",
               "tests/hostile/test_round24_fix24a.py::test_escaping_runs_of_marks_is_linear"],
+    "T149a": ["tests/hostile/test_round24_attack24b.py::"
+              "test_a_live_forked_copy_lets_its_parents_writer_process_end"],
+    "T149b": ["tests/hostile/test_round24_attack24b.py::"
+              "test_a_forked_copys_probe_stop_and_warnings_are_its_own"],
+    "T149c": ["tests/hostile/test_round24_attack24b.py::"
+              "test_a_record_that_comes_after_the_close_is_said",
+              "tests/hostile/test_round24_attack24b.py::"
+              "test_a_guard_finding_after_the_close_is_not_said_recorded"],
+    "T149d": ["tests/hostile/test_round24_attack24b.py::"
+              "test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted",
+              "tests/hostile/test_round24_attack24b.py::"
+              "test_a_record_a_signal_cuts_out_of_its_outputs_copy_is_counted"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
