@@ -27,7 +27,9 @@ dict
   strings...); numbers and booleans stay (``pid``s go); host names, paths, model names, notes,
   hardware and build tags go, unless named with ``keep`` (a dotted field such as
   ``model.name``). A ``redaction`` entry says what was done and which fields were dropped
-  (an unknown key is listed as ``*``, never by name).
+  (an unknown key is listed as ``*``, never by name). A fact the writer would fill in from
+  this machine (``created``, ``creator``, the versions of Python, forensics, vLLM and torch)
+  that went, or was never there, is ``unknown`` (:func:`unfilled`), never this machine's.
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
   except the process that wrote each, which becomes a pseudonym ``process-<n>`` (one per
   process, so a process that died without the probe's stop still reads so), and vLLM's and
@@ -68,6 +70,7 @@ from forensics.errors import ForensicsError
 from forensics.escaping import terminal
 from forensics.importers.tracebacks import REPORTS
 from forensics.known.evidence import GUARD_EVENT_KINDS
+from forensics.manifest_facts import UNKNOWN
 from forensics.records import Record
 from forensics.share.error_text import (
     PSEUDONYM,
@@ -104,6 +107,9 @@ def token_fields(site: str) -> tuple[str, ...]:
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 #: the kind of an event whose own kind was not shareable
 REDACTED_KIND = "redacted"
+#: the versions the writer (:func:`forensics.store.manifest.build_manifest`) fills in from this
+#: machine when a manifest names none, as it does ``created`` and ``creator``
+FILLED = ("python", "forensics", "vllm", "torch")
 #: a guard event's integers (:meth:`Redactor.guard_fields`): the batch row, the value out of
 #: range and the bound it was held to
 GUARD_FIELDS = ("row", "value", "bound")
@@ -420,7 +426,7 @@ class Redactor:
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """``manifest`` scrubbed, with a ``redaction`` entry (never the key)."""
-        kept = scrub(manifest, self.keep, "", self.dropped)
+        kept = unfilled(scrub(manifest, self.keep, "", self.dropped))
         kept["redaction"] = {
             "redacted": True, "creator": "forensics redact",
             "token_ids": self.token_text(),
@@ -604,6 +610,19 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
         else:
             dropped.add(name)
     return out
+
+
+def unfilled(kept: dict[str, Any]) -> dict[str, Any]:
+    """``kept`` with each fact the writer fills in from this machine when absent (the time,
+    the creator, the installed versions: :data:`FILLED`) said ``unknown`` where it went (a
+    dropped ``versions.vllm`` was written as the installed vLLM's)."""
+    for key in ("created", "creator"):
+        kept.setdefault(key, UNKNOWN)
+    versions = kept.setdefault("versions", {})
+    if isinstance(versions, dict):
+        for name in FILLED:
+            versions.setdefault(name, UNKNOWN)
+    return kept
 
 
 def _shareable(key: str, value: Any) -> bool:
