@@ -58,3 +58,87 @@ def test_redact_does_not_put_this_machine_s_version_in_place_of_a_build_tag(
                         "forensics": "unknown"}, versions
     assert "versions.vllm" in text and "versions.torch" in text, text
 
+
+# ------------------------------ T150b: a summary record's value is no read inside an allocation
+
+
+def _mixed_dump(tmp_path: Path) -> Path:
+    """A ``.pt`` of an embedding record of tensors and a summary record out of range."""
+    import torch
+
+    dump = tmp_path / "d.pt"
+    torch.save([{"site": "embedding", "step": 13, "num_embeddings": 1000,
+                 "input_ids": torch.tensor([11, 42, 7], dtype=torch.int64)},
+                {"site": "embedding", "step": 14, "summary": True, "min": -1, "max": 9,
+                 "num_embeddings": 1000}], dump)
+    return dump
+
+
+def test_a_summary_value_beside_tensors_is_not_said_to_be_a_read_inside_an_allocation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A site of tensor records and summary records (a dump holding both): patched cannot
+    judge the summary record's -1, and the conclusion said "patched cannot see 1 of the 1
+    upstream out-of-bounds findings (a read inside an allocation raises nothing and patched
+    shows no accesses): only the models see ..." of a model, for a value nothing replays. It
+    says the finding is a summary record's."""
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", _mixed_dump(tmp_path), "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "summary", capture)
+    assert code == 0
+    assert "inside an allocation" not in out and "only the models" not in out, out
+    assert ("patched cannot judge 1 upstream out-of-bounds finding(s) of summary records at "
+            "embedding (a log's or a dump's min/max, no tensors: nothing there is replayed); "
+            "only the recorded values against their bound (upstream) stand there.") in out, out
+
+
+def test_the_next_step_of_summary_records_names_them_not_reads_inside_an_allocation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The report's and the triage notebook's next steps said of a log's summary values
+    "patched cannot see 3 of the upstream findings (accesss inside an allocation): only the
+    models judge them", of a model, with a word misspelt. They say what they are."""
+    import forensics
+
+    log = tmp_path / "engine.log"
+    log.write_text("SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=5 max=1000 step=3\n")
+    capture = tmp_path / "l.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "import", _mixed_dump(tmp_path), "-o", tmp_path / "d.capture")
+    assert code == 0, err
+    for path in (capture, tmp_path / "d.capture"):
+        steps = " ".join(forensics.next_steps(forensics.conclude(
+            forensics.replay(path, ["upstream", "patched"]))))
+        assert "allocation" not in steps and "only the models" not in steps, steps
+        assert ("patched cannot judge 1 of the upstream findings (the least and greatest "
+                "values of summary records: nothing there is replayed), so this replay does "
+                "not say whether patched is affected there.") in steps, steps
+
+
+def test_an_access_of_a_site_not_known_is_said_in_the_plural_as_accesses() -> None:
+    """"accesss inside an allocation": the plural of the word said of a site not known."""
+    from forensics.present.unseen_access import accesses_text
+
+    assert accesses_text([], plural=True) == "accesses"
+    assert accesses_text(["read", "access"], plural=True) == "reads or accesses"
+
+
+# ------------------------------ T150c: repro reproduces no value the installed vLLM never ran
+
+
+def test_repro_takes_no_summary_record_for_a_failing_call_of_the_installed_vllm(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log's probe lines are summary records, which the installed vLLM's code never runs
+    (its verdict ``unjudged``): ``repro`` took the first for "the installed vLLM's call leaves
+    an index out of range" and wrote a test of a call without its ids. There is nothing to
+    reproduce, and the line says the summary records were not judged."""
+    log = tmp_path / "engine.log"
+    log.write_text("SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=5 max=1000 step=3\n")
+    capture = tmp_path / "l.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "repro", capture, "-o", tmp_path / "test_repro.py")
+    assert code == 2, out
+    assert not (tmp_path / "test_repro.json").exists()
+    assert ("in the records it judged (not judged: 1 summary record(s): a least and a greatest "
+            "value each, which no code runs); nothing to reproduce") in err, err
