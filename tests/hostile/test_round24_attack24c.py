@@ -142,3 +142,30 @@ def test_repro_takes_no_summary_record_for_a_failing_call_of_the_installed_vllm(
     assert not (tmp_path / "test_repro.json").exists()
     assert ("in the records it judged (not judged: 1 summary record(s): a least and a greatest "
             "value each, which no code runs); nothing to reproduce") in err, err
+
+
+# ------------------------------ T150d: an id equal to padded rows is no vocab_size sentinel
+
+
+@pytest.mark.parametrize("vocab", ["32000", "32064"])
+def test_an_id_equal_to_the_embedding_rows_past_a_known_vocabulary_is_no_sentinel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], vocab: str) -> None:
+    """An embedding of 32064 rows (a vocabulary of 32000, padded) read at id 32064: the
+    finding called it "the vocab_size sentinel" and `known` matched vocab-size-sentinel-counted
+    (a sentinel equal to the vocabulary's size, 32000). It is past the end; an id equal to a
+    vocabulary of the rows' size is the sentinel as before."""
+    import torch
+
+    dump = tmp_path / "d.pt"
+    torch.save([{"site": "embedding", "step": 13, "num_embeddings": 32064,
+                 "input_ids": torch.tensor([11, 32064, 7], dtype=torch.int64)}], dump)
+    capture = tmp_path / "d.capture"
+    code, _, err = run_cli(capsys, "import", dump, "-o", capture, "--set",
+                           f"model.vocab_size={vocab}")
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0
+    sentinel = vocab == "32064"
+    assert ("`input_ids[1] = 32064` is outside the embedding rows (32064 rows): the vocab_size "
+            "sentinel" in out) is sentinel, out
+    assert ("known issues: vocab-size-sentinel-counted" in out) is sentinel, out
