@@ -38,7 +38,8 @@ dict
   it is kept with paths, hosts, addresses and ids stripped out of it, and only as far as its
   words are vLLM's, torch's and CUDA's own (:mod:`forensics.share.error_text`).
 - summary records keep their token ids permuted (their ``min``/``max`` where the tensor they
-  describe holds ids, as the site's schema declares), the integers of a name the toolkit
+  describe holds ids, as the site's schema declares; the pair in its order, :func:`in_order`),
+  the integers of a name the toolkit
   knows as they are (the bound, the importer's ``line``, the probe line's counts and
   positions), and a ``tensor`` that names a known field; an integer of another name goes
   (it may be an id, and a count permuted would be a false number), as other strings do.
@@ -422,7 +423,7 @@ class Redactor:
             else:
                 known = shareable_key(name) or name in DROPPED_NUMBER_KEYS
                 self.dropped.add(f"records.{record.site}.{name if known else '*'}")
-        return fields
+        return in_order(record.fields, fields)
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """``manifest`` scrubbed, with a ``redaction`` entry (never the key)."""
@@ -610,6 +611,16 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
         else:
             dropped.add(name)
     return out
+
+
+def in_order(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A summary record's redacted fields ``after`` with its ``min`` and ``max`` in the order
+    they had ``before`` (two ids permuted one by one: ``5, 900`` became ``672, 608``, a least
+    value above the greatest)."""
+    low, high = after.get("min"), after.get("max")
+    if plain_int(low) and plain_int(high) and low > high and before["min"] <= before["max"]:
+        after["min"], after["max"] = high, low
+    return after
 
 
 def unfilled(kept: dict[str, Any]) -> dict[str, Any]:

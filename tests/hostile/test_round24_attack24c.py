@@ -169,3 +169,51 @@ def test_an_id_equal_to_the_embedding_rows_past_a_known_vocabulary_is_no_sentine
     assert ("`input_ids[1] = 32064` is outside the embedding rows (32064 rows): the vocab_size "
             "sentinel" in out) is sentinel, out
     assert ("known issues: vocab-size-sentinel-counted" in out) is sentinel, out
+
+
+def test_the_histogram_draws_the_sentinel_at_the_vocabulary_the_manifest_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The histogram guessed the vocabulary from the embedding's rows: of 32064 rows and
+    ``model.vocab_size`` 32000 it drew "vocab_size = 32064: rejection sentinel". The vocabulary
+    the manifest names is drawn; without one, the guess as before."""
+    import torch
+
+    import forensics
+    from forensics.present.scene.histogram import histogram_data
+
+    dump = tmp_path / "d.pt"
+    torch.save([{"site": "embedding", "step": 13, "num_embeddings": 32064,
+                 "input_ids": torch.tensor([11, 32064, 7], dtype=torch.int64)}], dump)
+    for vocab, drawn in (("32000", 32000), ("", 32064)):
+        capture = tmp_path / f"d{vocab}.capture"
+        given = ["--set", f"model.vocab_size={vocab}"] if vocab else []
+        code, _, err = run_cli(capsys, "import", dump, "-o", capture, *given)
+        assert code == 0, err
+        data = histogram_data(forensics.replay(capture, ["upstream"]), "embedding", "upstream")
+        labels = [label for _, label, _ in data.sentinels]
+        assert f"vocab_size = {drawn}: rejection sentinel" in labels, labels
+        assert len(labels) == 2, labels
+
+
+# ------------------------------ T150f: a redacted summary record's least is not above its greatest
+
+
+def test_redact_keeps_a_summary_record_s_least_value_at_most_its_greatest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A summary record's ``min`` and ``max`` in the vocabulary went through the permutation
+    one by one: ``min = 5, max = 900`` became ``min = 672, max = 608``, a least value above
+    the greatest, which no tensor has. Each pair keeps its order (the smaller id is ``min``)."""
+    import forensics
+
+    log = tmp_path / "engine.log"
+    log.write_text("".join(f"SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min={5 + s} "
+                           f"max={900 - s} step={s}\n" for s in range(40)))
+    source, out = tmp_path / "s.capture", tmp_path / "r.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", source)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "redact", source, "-o", out, "--variant", "upstream")
+    assert code == 0, err
+    frame = forensics.load(out).to_frame("embedding")
+    pairs = list(zip(frame["min"].tolist(), frame["max"].tolist(), strict=True))
+    assert len(pairs) == 40 and all(low <= high for low, high in pairs), pairs
+    assert {low for low, _ in pairs} != {5 + s for s in range(40)}  # still permuted
