@@ -29,6 +29,7 @@ from forensics.errors import (
     reason,
 )
 from forensics.judge import findings as judge
+from forensics.judge.sentinel import past_a_known_vocabulary
 from forensics.libc import libc_function
 from forensics.outcome import STATUSES, Outcome
 from forensics.progress import Progress
@@ -213,7 +214,8 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
         bar.close()
     coords = judged.coordinates()
     continuity = source.continuity()
-    found = judge.with_continuity(judged.findings(), continuity.findings, names, coords)
+    found = past_a_known_vocabulary(judge.with_continuity(
+        judged.findings(), continuity.findings, names, coords), source.capture)
     result = ReplayResult(source.name, records, names, found, judged.verdicts(found),
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),

@@ -46,6 +46,7 @@ from forensics.present.capture_facts import (
     version_sentence,
 )
 from forensics.present.finding_words import what_happened
+from forensics.present.summary_findings import mixed_summaries, of_summaries, summary_records
 from forensics.present.unseen_access import access_words, accesses_text
 from forensics.sites import SINK, site_order
 from forensics.sites.core import OUT_OF_BOUNDS
@@ -85,6 +86,15 @@ class Patch:
     #: the baseline's findings at records where this variant still has an unresolved finding
     #: (it raised there, or reads out of bounds): the same failure, not resolved
     failing: int = 0
+    #: of :attr:`not_judged`, those of summary records (a least and a greatest value, which
+    #: nothing replays), not accesses inside an allocation
+    summaries: int = 0
+
+    @property
+    def inside(self) -> int:
+        """The baseline's findings this variant cannot see that are accesses inside an
+        allocation (:attr:`not_judged` but those of summary records)."""
+        return self.not_judged - self.summaries
 
 
 @dataclass
@@ -120,6 +130,9 @@ class Conclusion:
     unjudged: dict[str, list[str]] = field(default_factory=dict)
     #: the sites holding summary records only (log lines): nothing there is replayed
     summary_only: list[str] = field(default_factory=list)
+    #: per variant, how many findings of summary records it cannot judge at sites that hold
+    #: tensor records too, and those sites (:func:`mixed_summaries`)
+    mixed: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
     #: per variant, its first misattributed finding with the row and request it read
     #: (:func:`forensics.judge.suspects.first_suspects`), or None
     suspect_first: dict[str, dict[str, Any] | None] = field(default_factory=dict)
@@ -192,15 +205,23 @@ class Conclusion:
         return unjudged(self.not_known, self.cut_files, self.facts)
 
     def summary_sentence(self) -> str:
-        """Why the sites with summary records only are unjudged, or ``""``."""
+        """Why the sites with summary records only are unjudged, and what each variant cannot
+        judge of summary records at sites of tensors too (said to be reads inside an
+        allocation), or ``""``."""
         others = [v for v in self.variants if v != self.baseline]
+        mixed = " ".join(
+            f"{v} cannot judge {count} {self.baseline} out-of-bounds finding(s) of summary "
+            f"records at {', '.join(sites)} (a log's or a dump's min/max, no tensors: nothing "
+            f"there is replayed); only the recorded values against their bound "
+            f"({self.baseline}) stand there." for v, (count, sites) in self.mixed.items())
         if not self.summary_only or not others:
-            return ""
+            return mixed
         sites = ", ".join(self.summary_only)
         return (f"{sites} {'holds' if len(self.summary_only) == 1 else 'hold'} summary records "
                 f"only (a log's or a dump's min/max, no tensors): nothing there can be "
                 f"replayed, so {', '.join(others)} cannot be judged there (unjudged); only the "
-                f"recorded values against their bound ({self.baseline}) stand.")
+                f"recorded values against their bound ({self.baseline}) stand."
+                + (f" {mixed}" if mixed else ""))
 
     def unseen_sentence(self, variant: str) -> str:
         """Which baseline findings ``variant`` cannot see, or ``""``."""
@@ -213,13 +234,13 @@ class Conclusion:
         more = count - min(len(unseen), _SHOWN_UNSEEN)
         # the models may count one baseline finding (a real code's one raise per record) as
         # several (one per tensor it indexes): the count of them is said apart
-        of_baseline = (f"{patch.not_judged} of the {patch.total} {self.baseline} out-of-bounds "
+        of_baseline = (f"{patch.inside} of the {patch.total} {self.baseline} out-of-bounds "
                        "findings")
-        told = "them, " if patch.not_judged else ""
+        told = "them, " if patch.inside else ""
         did = accesses_text(self.unseen_access.get(variant, []))
         return (f"{variant} cannot see {of_baseline} ({did} inside an allocation raises "
                 f"nothing and {variant} shows no accesses): only the models see "
-                + (f"{told}as {count} findings: " if count != patch.not_judged else "")
+                + (f"{told}as {count} findings: " if count != patch.inside else "")
                 + shown + (f" and {more} more" if more > 0 else "") + ".")
 
     def patch(self, variant: str) -> Patch | None:
@@ -291,22 +312,26 @@ def conclude(result: ReplayResult) -> Conclusion:
     first = {v: first_violation(findings, v) for v in result.variants}
     apart = summary_only_sites(result)
     others = [v for v in result.variants if v != baseline]
+    summaries = summary_records(result)
+    blind = findings[~of_summaries(findings, summaries)]  # a summary's value is no access
     return Conclusion(
         capture=_capture_name(result), baseline=baseline, variants=list(result.variants),
         violations=by_verdict["violation"], suspects=by_verdict["suspect"],
         errors=by_verdict["error"],
-        patches=[patch_effect(findings, baseline, v) for v in result.variants if v != baseline],
+        patches=[patch_effect(findings, baseline, v, summaries)
+                 for v in result.variants if v != baseline],
         first=first,
         chains={v: origin_chain(findings, v, f) for v, f in first.items() if f is not None},
         facts=capture_facts(result.capture), silent=silent_inputs_of(result),
         continuity=_continuity_sentence(result),
-        unseen={v: not_judged(findings, v, apart)[0] for v in others},
-        unseen_count={v: not_judged(findings, v, apart)[1] for v in others},
-        unseen_access={v: access_words(unseen_rows(findings, v, apart)[["site", "tensor"]]
+        unseen={v: not_judged(blind, v, apart)[0] for v in others},
+        unseen_count={v: not_judged(blind, v, apart)[1] for v in others},
+        unseen_access={v: access_words(unseen_rows(blind, v, apart)[["site", "tensor"]]
                                        .itertuples(index=False)) for v in others},
         unjudged={v: [s for s, verdict in result.verdicts[v].items() if verdict == UNJUDGED]
                   for v in result.variants},
         summary_only=apart, suspect_first=first_suspects(result),
+        mixed=mixed_summaries(findings[of_summaries(findings, summaries)], others, apart),
         known=known_answer(result),
         not_known=dict(getattr(result.capture, "unknown_sites", None) or {}),
         no_records=no_records_sentence(result.capture, len(result.records)),
@@ -446,10 +471,12 @@ def _keyed(frame: pd.DataFrame) -> set[tuple[Any, ...]]:
     return {(r, *p) for r, p in zip(records, places, strict=True)}
 
 
-def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
+def patch_effect(findings: pd.DataFrame, baseline: str, variant: str,
+                 summaries: frozenset[int] = frozenset()) -> Patch:
     """How many of ``baseline``'s out-of-bounds findings ``variant`` resolves (no unresolved
-    finding of its own left at that record), still fails on, cannot see, and how many it adds
-    (at records where the baseline has none)."""
+    finding of its own left at that record), still fails on, cannot see (of them, how many
+    are of the summary records ``summaries``), and how many it adds (at records where the
+    baseline has none)."""
     base = _keyed(findings[(findings["variant"] == baseline)
                            & (findings["kind"] == OUT_OF_BOUNDS)])
     still = _keyed(unresolved(findings, variant))
@@ -460,7 +487,8 @@ def patch_effect(findings: pd.DataFrame, baseline: str, variant: str) -> Patch:
     base_records = {key[0] for key in base}
     return Patch(variant=variant, resolved=len(seen - failing), total=len(base),
                  added=len({key for key in still if key[0] not in base_records}),
-                 not_judged=len(unseen), failing=len(failing))
+                 not_judged=len(unseen), failing=len(failing),
+                 summaries=sum(1 for key in unseen if key[0] in summaries))
 
 
 def origin_chain(findings: pd.DataFrame, variant: str, first: dict[str, Any]
@@ -589,11 +617,16 @@ def _suspect_step(conclusion: Conclusion, variant: str, sites: list[str]) -> str
 
 def _patch_step(conclusion: Conclusion, patch: Patch) -> str:
     left = conclusion.violations[patch.variant]
-    if patch.not_judged:
+    if patch.inside:
         did = accesses_text(conclusion.unseen_access.get(patch.variant, []), plural=True)
-        return (f"{patch.variant} cannot see {patch.not_judged} of the {conclusion.baseline} "
+        return (f"{patch.variant} cannot see {patch.inside} of the {conclusion.baseline} "
                 f"findings ({did} inside an allocation): only the models judge them, so "
                 f"this replay does not say whether {patch.variant} is affected there.")
+    if patch.summaries:
+        return (f"{patch.variant} cannot judge {patch.summaries} of the {conclusion.baseline} "
+                "findings (the least and greatest values of summary records: nothing there is "
+                f"replayed), so this replay does not say whether {patch.variant} is affected "
+                "there.")
     if left:
         return (f"{patch.variant} still leaves {', '.join(left)} in violation: it does not "
                 f"reach the cause there.")

@@ -36,5 +36,5 @@ def accesses_text(words: Sequence[str], plural: bool = False) -> str:
     read-modify-writes"); no words: "an access"."""
     words = list(words) or [ACCESS]
     if plural:
-        return " or ".join(f"{w}s" for w in words)
+        return " or ".join(f"{w}es" if w.endswith("s") else f"{w}s" for w in words)
     return " or ".join(f"{'an' if w[0] in 'aeiou' else 'a'} {w}" for w in words)

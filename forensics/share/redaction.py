@@ -27,7 +27,9 @@ dict
   strings...); numbers and booleans stay (``pid``s go); host names, paths, model names, notes,
   hardware and build tags go, unless named with ``keep`` (a dotted field such as
   ``model.name``). A ``redaction`` entry says what was done and which fields were dropped
-  (an unknown key is listed as ``*``, never by name).
+  (an unknown key is listed as ``*``, never by name). A fact the writer would fill in from
+  this machine (``created``, ``creator``, the versions of Python, forensics, vLLM and torch)
+  that went, or was never there, is ``unknown`` (:func:`unfilled`), never this machine's.
 - **events**: the same rule (``events.message`` etc. in ``keep`` keeps an event field),
   except the process that wrote each, which becomes a pseudonym ``process-<n>`` (one per
   process, so a process that died without the probe's stop still reads so), and vLLM's and
@@ -36,7 +38,8 @@ dict
   it is kept with paths, hosts, addresses and ids stripped out of it, and only as far as its
   words are vLLM's, torch's and CUDA's own (:mod:`forensics.share.error_text`).
 - summary records keep their token ids permuted (their ``min``/``max`` where the tensor they
-  describe holds ids, as the site's schema declares), the integers of a name the toolkit
+  describe holds ids, as the site's schema declares; the pair in its order, :func:`in_order`),
+  the integers of a name the toolkit
   knows as they are (the bound, the importer's ``line``, the probe line's counts and
   positions), and a ``tensor`` that names a known field; an integer of another name goes
   (it may be an id, and a count permuted would be a false number), as other strings do.
@@ -68,6 +71,7 @@ from forensics.errors import ForensicsError
 from forensics.escaping import terminal
 from forensics.importers.tracebacks import REPORTS
 from forensics.known.evidence import GUARD_EVENT_KINDS
+from forensics.manifest_facts import UNKNOWN
 from forensics.records import Record
 from forensics.share.error_text import (
     PSEUDONYM,
@@ -104,6 +108,9 @@ def token_fields(site: str) -> tuple[str, ...]:
 DROPPED_NUMBER_KEYS = frozenset({"pid", "ppid", "uid", "gid", "port"})
 #: the kind of an event whose own kind was not shareable
 REDACTED_KIND = "redacted"
+#: the versions the writer (:func:`forensics.store.manifest.build_manifest`) fills in from this
+#: machine when a manifest names none, as it does ``created`` and ``creator``
+FILLED = ("python", "forensics", "vllm", "torch")
 #: a guard event's integers (:meth:`Redactor.guard_fields`): the batch row, the value out of
 #: range and the bound it was held to
 GUARD_FIELDS = ("row", "value", "bound")
@@ -416,11 +423,11 @@ class Redactor:
             else:
                 known = shareable_key(name) or name in DROPPED_NUMBER_KEYS
                 self.dropped.add(f"records.{record.site}.{name if known else '*'}")
-        return fields
+        return in_order(record.fields, fields)
 
     def manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """``manifest`` scrubbed, with a ``redaction`` entry (never the key)."""
-        kept = scrub(manifest, self.keep, "", self.dropped)
+        kept = unfilled(scrub(manifest, self.keep, "", self.dropped))
         kept["redaction"] = {
             "redacted": True, "creator": "forensics redact",
             "token_ids": self.token_text(),
@@ -646,6 +653,29 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
         else:
             dropped.add(name)
     return out
+
+
+def in_order(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A summary record's redacted fields ``after`` with its ``min`` and ``max`` in the order
+    they had ``before`` (two ids permuted one by one: ``5, 900`` became ``672, 608``, a least
+    value above the greatest)."""
+    low, high = after.get("min"), after.get("max")
+    if plain_int(low) and plain_int(high) and low > high and before["min"] <= before["max"]:
+        after["min"], after["max"] = high, low
+    return after
+
+
+def unfilled(kept: dict[str, Any]) -> dict[str, Any]:
+    """``kept`` with each fact the writer fills in from this machine when absent (the time,
+    the creator, the installed versions: :data:`FILLED`) said ``unknown`` where it went (a
+    dropped ``versions.vllm`` was written as the installed vLLM's)."""
+    for key in ("created", "creator"):
+        kept.setdefault(key, UNKNOWN)
+    versions = kept.setdefault("versions", {})
+    if isinstance(versions, dict):
+        for name in FILLED:
+            versions.setdefault(name, UNKNOWN)
+    return kept
 
 
 def _shareable(key: str, value: Any) -> bool:

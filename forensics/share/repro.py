@@ -76,6 +76,7 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     Raises MissingDependencyError / UnsupportedVersionError without a supported vLLM.
     """
     import forensics
+    from forensics.judge.findings import is_judged
     from forensics.present.tables import findings_table
     from forensics.sites import reproducible_sites, site_order
     from forensics.variants.vllm_adapters import require_vllm
@@ -85,7 +86,9 @@ def failing_records(capture: CaptureArg) -> tuple[list[tuple[Record, dict[str, A
     table = findings_table(result)
     table = table[(table["kind"] == "out_of_bounds") & table["site"].isin(reproducible_sites())]
     chosen = []
-    for _, rows in table[table["variant"] == "vllm"].groupby("site", sort=False):
+    # a finding it could not judge (a summary record's value) is no call that left its range
+    ran = table[(table["variant"] == "vllm") & is_judged(table)]
+    for _, rows in ran.groupby("site", sort=False):
         first = _plain(rows.sort_values(["step", "rank"]).iloc[0].to_dict())
         chosen.append((result.records[int(first["record"])],
                        _named(table, first) or first))
@@ -127,13 +130,18 @@ def not_judged_text(result: Any) -> str:
     """What the installed vLLM's replay (the ``vllm`` variant of ``result``) did not judge, in
     words: records whose call raised another error or that a deadline left unanswered, records
     of sites this install does not know, the ends of files cut short, records the probe never
-    wrote (:data:`~forensics.store.unjudged.RECORDS`); "" when there are none."""
+    wrote (:data:`~forensics.store.unjudged.RECORDS`), summary records (which no code runs);
+    "" when there are none."""
+    from forensics.present.summary_findings import summary_records
     from forensics.store.unjudged import RECORDS, unjudged_of, unjudged_text
 
     capture, outcomes = getattr(result, "capture", None), result.outcomes
     errored = int(((outcomes["variant"] == "vllm") & (outcomes["status"] == "error")).sum())
+    summaries = len(summary_records(result))
     parts = [f"{errored} record(s) whose call raised another error or was not answered"
-             if errored else "", unjudged_text(unjudged_of(capture), RECORDS)]
+             if errored else "", unjudged_text(unjudged_of(capture), RECORDS),
+             f"{summaries} summary record(s): a least and a greatest value each, which no code "
+             "runs" if summaries else ""]
     return "; ".join(part for part in parts if part)
 
 

@@ -4,9 +4,10 @@
 summary record only when it is in one of these vocabularies, which hold nothing private:
 
 - keys: the manifest and event keys this toolkit writes, and the sites' field names;
-- values: event kinds, site names, built-in variant names, simulator scenario names, the
-  speculative methods vLLM 0.33.0 defines (``vllm.config.speculative.SpeculativeMethod``),
-  KV-cache dtypes, tensor dtypes, and version strings or timestamps of a strict form
+- values: ``unknown`` (a fact not known, as the toolkit writes it), event kinds, site names,
+  built-in variant names, simulator scenario names, the speculative methods vLLM 0.33.0
+  defines (``vllm.config.speculative.SpeculativeMethod``), KV-cache dtypes, tensor dtypes,
+  and version strings or timestamps of a strict form
   (:data:`VERSION`, :data:`TIMESTAMP`: a local build tag such as ``0.33.0+corp.7`` is not).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 
-from forensics.manifest_facts import MTP_METHODS
+from forensics.manifest_facts import MTP_METHODS, UNKNOWN
 
 #: ``0.33.0``, ``2.14.0rc1``, ``0.32.0.post1``, ``3.11.9``: no local build tag
 VERSION = re.compile(r"\d{1,4}(\.\d{1,6}){1,3}((a|b|rc)\d{1,4}|\.post\d{1,4}|\.dev\d{1,4})?")
@@ -73,7 +74,7 @@ def closed_values() -> frozenset[str]:
     from forensics.simulator.scenarios import SCENARIOS
     from forensics.sites import SITES
 
-    return frozenset((*CREATORS, *EVENT_KINDS, *CRASH_EVENT_KINDS, *VARIANTS,
+    return frozenset((UNKNOWN, *CREATORS, *EVENT_KINDS, *CRASH_EVENT_KINDS, *VARIANTS,
                       *SPECULATIVE_METHODS, *DTYPES, *RUNNERS, *SITES, *SCENARIOS))
 
 

@@ -1738,6 +1738,24 @@ TESTS = {
               "test_a_record_a_signal_cuts_out_of_its_wait_for_room_is_counted",
               "tests/hostile/test_round24_attack24b.py::"
               "test_a_record_a_signal_cuts_out_of_its_outputs_copy_is_counted"],
+    "T150a": ["tests/hostile/test_round24_attack24c.py::"
+              "test_redact_does_not_give_an_unknown_version_this_machine_s",
+              "tests/hostile/test_round24_attack24c.py::"
+              "test_redact_does_not_put_this_machine_s_version_in_place_of_a_build_tag"],
+    "T150b": ["tests/hostile/test_round24_attack24c.py::"
+              "test_a_summary_value_beside_tensors_is_not_said_to_be_a_read_inside_an_allocation",
+              "tests/hostile/test_round24_attack24c.py::"
+              "test_the_next_step_of_summary_records_names_them_not_reads_inside_an_allocation",
+              "tests/hostile/test_round24_attack24c.py::"
+              "test_an_access_of_a_site_not_known_is_said_in_the_plural_as_accesses"],
+    "T150c": ["tests/hostile/test_round24_attack24c.py::"
+              "test_repro_takes_no_summary_record_for_a_failing_call_of_the_installed_vllm"],
+    "T150d": ["tests/hostile/test_round24_attack24c.py::"
+              "test_an_id_equal_to_the_embedding_rows_past_a_known_vocabulary_is_no_sentinel"],
+    "T150e": ["tests/hostile/test_round24_attack24c.py::"
+              "test_the_histogram_draws_the_sentinel_at_the_vocabulary_the_manifest_names"],
+    "T150f": ["tests/hostile/test_round24_attack24c.py::"
+              "test_redact_keeps_a_summary_record_s_least_value_at_most_its_greatest"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

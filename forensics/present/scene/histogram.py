@@ -78,6 +78,14 @@ def summary_values(result: Any, findings: pd.DataFrame) -> int:
     return sum(flags[r] for r in positions if 0 <= r < len(flags))
 
 
+def named_vocab(result: Any) -> int | None:
+    """The vocabulary size the capture's manifest names (None: not named, or not a count)."""
+    from forensics.manifest_facts import VOCAB, read_fact
+
+    manifest = getattr(getattr(result, "capture", None), "manifest", None)
+    return read_fact(manifest or {}, VOCAB)[0]
+
+
 def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
     """The most common bound of the token-id tensors in ``frame`` (None without any)."""
     if not len(frame):
@@ -241,7 +249,8 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     site = chosen_site(result, site, variant)
     frame, inside, outside, drawn, omitted, settled, summaries = _histogram_data(
         result, site, variant, tensor)
-    vocab = vocab_size if vocab_size is not None else _guess_vocab_size(site, frame)
+    vocab = vocab_size if vocab_size is not None else (
+        named_vocab(result) or _guess_vocab_size(site, frame))
     lower, upper = _range_of(frame)
     laid = _laid_out(lower, upper, outside)
     if vocab is not None:  # past MAX_WINDOW the sentinel is not drawn (it is in no window)
