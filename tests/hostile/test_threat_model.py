@@ -1704,6 +1704,10 @@ TESTS = {
               "test_scan_of_summary_records_counts_them_apart"],
     "T145c": ["tests/hostile/test_round23_fix23d.py::"
               "test_redact_keeps_a_guard_event_s_row_and_bound_and_maps_its_value_as_the_records"],
+    "T147a": ["tests/hostile/test_round24_fix24b.py::"
+              "test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_record",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_the_timeouts_of_a_commands_replays_count_together"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -1,0 +1,80 @@
+"""Round 24, fix 24b: a command's children's timeouts, the probe's failed fork, its signal hold."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_round3_caps import post
+
+from forensics.store.writer import write_capture
+
+# ------------------------------- T147a: every record of a replay outlives its child's deadline
+#: a kernel worker that starts at once (no vLLM), notes each start in the file argv[1] names,
+#: says it is ready and never answers a record
+HANGING_WORKER = """
+import json, sys, time
+with open(sys.argv[1], "a") as starts:
+    starts.write("started\\n")
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    time.sleep(3600)
+"""
+
+
+def test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """T147a: ``replay --variant vllm`` of 10 records the worker never answers starts it 3
+    times, not 10 (each start is vLLM's import, each timeout the child deadline: 79 records
+    at 1 s ran past 300 s); the 3 records it outlived are ``timed out``, the 7 left are
+    ``not judged`` saying why, counted as errors, and the conclusion says so; exit 0."""
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    starts = tmp_path / "starts"
+    capture = write_capture(tmp_path / "hangs.capture", [post(s) for s in range(10)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, "-c", HANGING_WORKER, str(starts)])
+    triton_kernels.close_worker()
+    try:
+        code = main(["replay", str(capture), "--variant", "vllm", "--json"])
+    finally:
+        triton_kernels.close_worker()
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert starts.read_text().count("started") == 3
+    assert out["outcomes"]["vllm"] == {"ok": 0, "index_error": 0, "error": 10}, out
+    why = ("3 answers outlived the child deadline of 0.25 s (FORENSICS_CHILD_TIMEOUT), so no "
+           "more were run")
+    assert out["conclusion"]["cut"] == (
+        f"Not judged: 7 post_update record(s) of vllm (7 steps from 3 to 9): {why}; they "
+        "count as errors, not as clean (give a longer FORENSICS_CHILD_TIMEOUT).")
+
+
+def test_the_timeouts_of_a_commands_replays_count_together(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """T147a: a replay inside a command's overall clock (a shrink's) counts its children's
+    timeouts with the command's: two timeouts in one replay and one in the next end them all,
+    the next replay's clock ended from its start."""
+    from forensics.budget import overall_clock
+
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "2")
+    with overall_clock(100) as command:
+        with overall_clock(50) as first:
+            first.timed_out()
+            first.timed_out()
+            assert first.left() > 0
+        with overall_clock(50) as second:
+            assert second.left() > 0
+            second.timed_out()
+            assert second.left() < 0
+        with overall_clock(50) as third:
+            assert third.left() < 0
+            assert third.passed() == ("3 answers outlived the child deadline of 2 s "
+                                      "(FORENSICS_CHILD_TIMEOUT), so no more were run")
+    assert command.timeouts == 3 and command.left() < 0
+
