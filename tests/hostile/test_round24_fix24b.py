@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from test_round3_caps import post
 
 from forensics.store.writer import write_capture
+from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child
 
 # ------------------------------- T147a: every record of a replay outlives its child's deadline
 #: a kernel worker that starts at once (no vLLM), notes each start in the file argv[1] names,
@@ -78,3 +80,33 @@ def test_the_timeouts_of_a_commands_replays_count_together(
                                       "(FORENSICS_CHILD_TIMEOUT), so no more were run")
     assert command.timeouts == 3 and command.left() < 0
 
+
+# ------------------------------- T147b: a fork that fails leaves no join mark
+#: the writer (argv[3]); the probe starts, then a fork fails as ``os.fork`` runs it when
+#: fork() returns -1 (EAGAIN: too many processes): the at-fork hooks before it and the
+#: parent's after it, no copy; the folder is listed, the probe stopped, the folder listed again
+FORK_FAILED = textwrap.dedent("""
+    import ctypes
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3]))
+    ctypes.pythonapi.PyOS_BeforeFork()
+    ctypes.pythonapi.PyOS_AfterFork_Parent()  # what os.fork runs when fork() fails
+    print(sorted(n for n in os.listdir(capture) if n.startswith(".joined-")))
+    plugin.stop()
+    print(capture.exists())
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_failed_fork_leaves_no_join_mark(tmp_path: Path, writer: str) -> None:
+    """T147b: the join mark the first process leaves before a fork (T144a) is removed when
+    the fork fails, so a first process that recorded nothing removes its folder as it closes;
+    the mark stayed, and the folder held only it."""
+    capture = tmp_path / "x.capture"
+    child = _child(FORK_FAILED, str(capture), str(PROBE_TESTS), writer)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.split("\n")[:2] == ["[]", "False"], child.stdout

@@ -1708,6 +1708,7 @@ TESTS = {
               "test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_record",
               "tests/hostile/test_round24_fix24b.py::"
               "test_the_timeouts_of_a_commands_replays_count_together"],
+    "T147b": ["tests/hostile/test_round24_fix24b.py::test_a_failed_fork_leaves_no_join_mark"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
