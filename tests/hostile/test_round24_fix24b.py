@@ -57,6 +57,34 @@ def test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_
         "count as errors, not as clean (give a longer FORENSICS_CHILD_TIMEOUT).")
 
 
+def test_shrink_of_records_its_worker_never_answers_says_which_deadline_to_lengthen(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """T147a: ``shrink`` of 5 records the worker never answers starts it 3 times and refuses
+    in one line that names the child deadline to lengthen, not ``--deadline``; nothing is
+    written."""
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    starts = tmp_path / "starts"
+    capture = write_capture(tmp_path / "hangs.capture", [post(s) for s in range(5)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, "-c", HANGING_WORKER, str(starts)])
+    triton_kernels.close_worker()
+    try:
+        code = main(["shrink", str(capture), "-o", str(tmp_path / "small.capture"),
+                     "--variant", "vllm"])
+    finally:
+        triton_kernels.close_worker()
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert starts.read_text().count("started") == 3
+    assert err.rstrip().endswith("nothing was written; give a longer FORENSICS_CHILD_TIMEOUT")
+    assert "3 answers outlived the child deadline of 0.25 s" in err, err
+    assert not (tmp_path / "small.capture").exists()
+
+
 def test_the_timeouts_of_a_commands_replays_count_together(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """T147a: a replay inside a command's overall clock (a shrink's) counts its children's
@@ -79,6 +107,39 @@ def test_the_timeouts_of_a_commands_replays_count_together(
             assert third.passed() == ("3 answers outlived the child deadline of 2 s "
                                       "(FORENSICS_CHILD_TIMEOUT), so no more were run")
     assert command.timeouts == 3 and command.left() < 0
+
+
+def test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """T147a: ``forensics kernels`` of 6 launches its replay worker never answers starts it 3
+    times, not 6: the 3 launches it outlived are ``timed out``, the 3 left ``not run`` saying
+    why, never replayed; nothing was judged (exit 2, one line)."""
+    from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch
+    from test_round4_kernels import write_capture as write_events
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    starts: list[int] = []
+
+    def command(self: sanitizer.Worker) -> list[str]:
+        starts.append(1)
+        return [sys.executable, "-P", str(STAND_IN)]  # it never answers a launch of step 1
+
+    capture = write_events(tmp_path / "hangs.capture", [launch(1) for _ in range(6)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
+    monkeypatch.setattr(sanitizer.Worker, "command", command)
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    code = main(["kernels", str(capture), "--json"])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert code == 2 and captured.err.count("\n") == 1, captured.err
+    assert len(starts) == 3
+    why = ("not run: 3 answers outlived the child deadline of 0.25 s "
+           "(FORENSICS_CHILD_TIMEOUT), so no more were run")
+    assert [(r["status"], r["reason"]) for r in out["launches"]] == (
+        [("not_replayable", "timed out after 0.25 s")] * 3 + [("not_run", why)] * 3)
 
 
 # ------------------------------- T147b: a fork that fails leaves no join mark
