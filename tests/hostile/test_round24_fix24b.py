@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_round3_caps import post
+from test_round3_caps import post, with_kernel_worker
 
 from forensics.store.writer import write_capture
 from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child
@@ -33,19 +33,12 @@ def test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_
     times, not 10 (each start is vLLM's import, each timeout the child deadline: 79 records
     at 1 s ran past 300 s); the 3 records it outlived are ``timed out``, the 7 left are
     ``not judged`` saying why, counted as errors, and the conclusion says so; exit 0."""
-    from forensics.cli import main
-    from forensics.variants import triton_kernels
 
     starts = tmp_path / "starts"
     capture = write_capture(tmp_path / "hangs.capture", [post(s) for s in range(10)])
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, "-c", HANGING_WORKER, str(starts)])
-    triton_kernels.close_worker()
-    try:
-        code = main(["replay", str(capture), "--variant", "vllm", "--json"])
-    finally:
-        triton_kernels.close_worker()
+    code = with_kernel_worker(monkeypatch, [sys.executable, "-c", HANGING_WORKER, str(starts)],
+                              ["replay", str(capture), "--variant", "vllm", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert starts.read_text().count("started") == 3
@@ -63,20 +56,13 @@ def test_shrink_of_records_its_worker_never_answers_says_which_deadline_to_lengt
     """T147a: ``shrink`` of 5 records the worker never answers starts it 3 times and refuses
     in one line that names the child deadline to lengthen, not ``--deadline``; nothing is
     written."""
-    from forensics.cli import main
-    from forensics.variants import triton_kernels
 
     starts = tmp_path / "starts"
     capture = write_capture(tmp_path / "hangs.capture", [post(s) for s in range(5)])
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, "-c", HANGING_WORKER, str(starts)])
-    triton_kernels.close_worker()
-    try:
-        code = main(["shrink", str(capture), "-o", str(tmp_path / "small.capture"),
-                     "--variant", "vllm"])
-    finally:
-        triton_kernels.close_worker()
+    code = with_kernel_worker(monkeypatch, [sys.executable, "-c", HANGING_WORKER, str(starts)],
+                              ["shrink", str(capture), "-o", str(tmp_path / "small.capture"),
+                               "--variant", "vllm"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert starts.read_text().count("started") == 3
@@ -149,11 +135,9 @@ def test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline(
 FORK_FAILED = textwrap.dedent("""
     import ctypes
     from forensics.probe import plugin
-    from forensics.probe.settings import Settings
 
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     ctypes.pythonapi.PyOS_BeforeFork()
     ctypes.pythonapi.PyOS_AfterFork_Parent()  # what os.fork runs when fork() fails
     print(sorted(n for n in os.listdir(capture) if n.startswith(".joined-")))
