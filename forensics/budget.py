@@ -240,6 +240,12 @@ class Clock:
         return self.why or f"the overall deadline of {self.seconds:g} s passed"
 
 
+def longer(cut: str) -> str:
+    """What to lengthen for the answers a clock left (``cut``: its :meth:`Clock.passed`):
+    ``--deadline``, or ``FORENSICS_CHILD_TIMEOUT`` when its children's timeouts ended it."""
+    return "--deadline" if cut.startswith("the overall deadline ") else CHILD_TIMEOUT_ENV
+
+
 _CLOCK: ContextVar[Clock | None] = ContextVar("forensics_overall_clock", default=None)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.budget import CHILD_TIMEOUT_ENV
+from forensics.budget import longer
 from forensics.escaping import inert, quoted, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
@@ -329,7 +329,7 @@ def cut_sentence(result: ReplayResult) -> str:
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
     unproduced = len(getattr(race, "unproduced", ()) or ())
-    timed = not result.cut.startswith("the overall deadline")  # too many child timeouts
+    timed = longer(result.cut) != "--deadline"  # its children's timeouts ended it
     if timed:
         text = (f"Not judged: {'; '.join(parts)}: {result.cut}; they count as errors, not as "
                 "clean." if parts else
@@ -343,8 +343,7 @@ def cut_sentence(result: ReplayResult) -> str:
     if unproduced:
         text += (f" The race check did not compare {unproduced} step(s): what the writer "
                  "wrote there is not known.")
-    return text[:-1] + (f" (give a longer {CHILD_TIMEOUT_ENV})." if timed
-                        else " (give a longer --deadline).")
+    return text[:-1] + f" (give a longer {longer(result.cut)})."
 
 
 def steps_text(steps: Any) -> str:

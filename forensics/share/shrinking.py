@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.budget import CHILD_TIMEOUT_ENV, DEFAULT_SHRINK_DEADLINE, Clock, overall_clock
+from forensics.budget import DEFAULT_SHRINK_DEADLINE, Clock, longer, overall_clock
 from forensics.errors import DeadlineError, ForensicsError
 from forensics.escaping import terminal
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
@@ -138,10 +138,9 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
     cap, names, result = reference(capture, out, variants, force, progress)
     reference_seconds = time.perf_counter() - start
     if result.cut:
-        longer = CHILD_TIMEOUT_ENV if clock.why else "--deadline"
         raise DeadlineError(f"capture '{terminal(cap.path)}': its replay did not finish "
                             f"({result.cut}): there is no evidence to keep; nothing was "
-                            f"written; give a longer {longer}")
+                            f"written; give a longer {longer(result.cut)}")
     expected = evidence_of(result, crash=True)
     if not (expected.has_findings or expected.has_errors):
         raise NothingToKeepError(f"capture '{terminal(cap.path)}' has no finding and no site "

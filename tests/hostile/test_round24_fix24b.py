@@ -95,6 +95,16 @@ def test_the_timeouts_of_a_commands_replays_count_together(
     assert command.timeouts == 3 and command.left() < 0
 
 
+def test_what_a_cut_says_to_lengthen_is_what_ended_its_clock() -> None:
+    """T147a: a cut by the overall deadline says ``--deadline``; one by the children's
+    timeouts (the conclusion, shrink's refusals) ``FORENSICS_CHILD_TIMEOUT``."""
+    from forensics.budget import longer
+
+    assert longer("the overall deadline of 5 s passed") == "--deadline"
+    assert longer("3 answers outlived the child deadline of 1 s (FORENSICS_CHILD_TIMEOUT), "
+                  "so no more were run") == "FORENSICS_CHILD_TIMEOUT"
+
+
 def test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:

@@ -1711,7 +1711,9 @@ TESTS = {
               "tests/hostile/test_round24_fix24b.py::"
               "test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline",
               "tests/hostile/test_round24_fix24b.py::"
-              "test_shrink_of_records_its_worker_never_answers_says_which_deadline_to_lengthen"],
+              "test_shrink_of_records_its_worker_never_answers_says_which_deadline_to_lengthen",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_what_a_cut_says_to_lengthen_is_what_ended_its_clock"],
     "T147b": ["tests/hostile/test_round24_fix24b.py::test_a_failed_fork_leaves_no_join_mark"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
