@@ -199,26 +199,51 @@ def overall_deadline(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE) 
     return seconds
 
 
+#: the answers of a command's children that may outlive ``FORENSICS_CHILD_TIMEOUT`` before the
+#: command runs no more of them: each such answer costs the deadline and a child's restart
+#: (the kernel worker's import of vLLM, about 10 s), so a capture of N records that each hang
+#: once made a replay last N times that
+MOST_CHILD_TIMEOUTS = 3
+
+
 @dataclass
 class Clock:
-    """A running overall deadline: its ``seconds``, when it ends (``time.monotonic``), and how
-    many answers it left unjudged (``cut``)."""
+    """A running overall deadline: its ``seconds``, when it ends (``time.monotonic``), how
+    many answers it left unjudged (``cut``), how many outlived their child's deadline
+    (``timeouts``), and why it ended early (``why``; "" while it runs to ``end``)."""
 
     seconds: float
     end: float
     cut: int = 0
+    timeouts: int = 0
+    why: str = ""
 
     def left(self) -> float:
-        """The seconds left before it passes (0 or less: passed)."""
-        return self.end - time.monotonic()
+        """The seconds left before it passes (0 or less: passed, or ended early)."""
+        return -1.0 if self.why else self.end - time.monotonic()
+
+    def timed_out(self) -> None:
+        """Count an answer that outlived its child's deadline; the
+        :data:`MOST_CHILD_TIMEOUTS`-th ends the clock, ``why`` saying so."""
+        self.timeouts += 1
+        if self.timeouts >= MOST_CHILD_TIMEOUTS and not self.why:
+            self.why = (f"{self.timeouts} answers outlived the child deadline of "
+                        f"{child_deadline():g} s ({CHILD_TIMEOUT_ENV}), so no more were run")
 
     def wait(self, most: float) -> float:
         """What a wait of at most ``most`` seconds may take of what is left (at least 0)."""
         return min(most, max(self.left(), 0.0))
 
     def passed(self) -> str:
-        """``the overall deadline of N s passed``: why what it left was not judged."""
-        return f"the overall deadline of {self.seconds:g} s passed"
+        """``the overall deadline of N s passed`` (or ``why``): why what it left was not
+        judged."""
+        return self.why or f"the overall deadline of {self.seconds:g} s passed"
+
+
+def longer(cut: str) -> str:
+    """What to lengthen for the answers a clock left (``cut``: its :meth:`Clock.passed`):
+    ``--deadline``, or ``FORENSICS_CHILD_TIMEOUT`` when its children's timeouts ended it."""
+    return "--deadline" if cut.startswith("the overall deadline ") else CHILD_TIMEOUT_ENV
 
 
 _CLOCK: ContextVar[Clock | None] = ContextVar("forensics_overall_clock", default=None)
@@ -229,16 +254,20 @@ def overall_clock(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE
                   ) -> Iterator[Clock]:
     """Run the block under an overall deadline of ``seconds`` (checked by
     :func:`overall_deadline`), read by :func:`running_clock`; inside another one it ends no
-    later than that one does."""
+    later than that one does, and its children's timeouts count as that one's."""
     overall_deadline(seconds, default)
     clock, outer = Clock(seconds, time.monotonic() + seconds), _CLOCK.get()
     if outer is not None and outer.end < clock.end:
         clock = Clock(outer.seconds, outer.end)
+    if outer is not None:  # the timeouts are the outer command's, counted across its blocks
+        clock.timeouts, clock.why = outer.timeouts, outer.why
     token = _CLOCK.set(clock)
     try:
         yield clock
     finally:
         _CLOCK.reset(token)
+        if outer is not None:
+            outer.timeouts, outer.why = clock.timeouts, clock.why
 
 
 def running_clock() -> Clock | None:

@@ -110,5 +110,6 @@ def _exit_code(report: KernelReport) -> int:
         raise CaptureFormatError(
             f"'{terminal(report.capture)}': none of its {len(report.results)} launch(es) was "
             "replayed, so none was judged (see each launch's reason above); fix what it says, "
-            "or give a longer --deadline for launches 'not run'")
+            "or give a longer --deadline (or FORENSICS_CHILD_TIMEOUT, as their reason says) "
+            "for launches 'not run'")
     return 0

@@ -32,6 +32,7 @@ from forensics.budget import (
     child_deadline,
     overall_clock,
     overall_deadline,
+    running_clock,
     timed_out,
 )
 from forensics.cpu_env import triton_child_env
@@ -122,7 +123,8 @@ class Worker:
     def ask(self, event: dict[str, Any], most: float = math.inf) -> dict[str, Any]:
         """The worker's answer for one launch event within the child deadline and at most
         ``most`` seconds, its start included (a dead or stuck worker is ended; the next launch
-        starts a new one; one that failed to start is not started again)."""
+        starts a new one; one that failed to start is not started again; the
+        :data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th it outlives ends the overall clock)."""
         if self.failed:
             return {"status": "not_replayable", "reason": self.failed}
         begun = time.monotonic()
@@ -141,6 +143,9 @@ class Worker:
         answer = _json(line or "")
         if not answer:
             self.stop()
+            clock = running_clock()
+            if line is None and seconds >= child_deadline() and clock is not None:
+                clock.timed_out()  # the last few end the clock: no more launches run
             why = timed_out(seconds) if line is None else \
                 "the replay crashed the interpreter's process"
             return {"status": "not_replayable", "reason": why}

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from forensics.budget import longer
 from forensics.escaping import inert, quoted, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
@@ -341,9 +342,9 @@ def conclude(result: ReplayResult) -> Conclusion:
 
 
 def cut_sentence(result: ReplayResult) -> str:
-    """Which records the replay's overall deadline left unjudged (per variant and site, their
-    steps) and that they count as errors, never as clean, and whether it cut the race check's
-    replay of writer records too; "" when it cut none."""
+    """Which records the replay's overall deadline (or its children's timeouts) left unjudged
+    (per variant and site, their steps) and that they count as errors, never as clean, and
+    whether it cut the race check's replay of writer records too; "" when it cut none."""
     if not result.cut:
         return ""
     table = result.outcomes
@@ -353,14 +354,21 @@ def cut_sentence(result: ReplayResult) -> str:
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
     unproduced = len(getattr(race, "unproduced", ()) or ())
-    text = (f"Not judged: {'; '.join(parts)}: {result.cut} (counted from the replay's start) "
-            "before they were answered; they count as errors, not as clean." if parts else
-            f"Not judged: {result.cut} (counted from the replay's start) before the race "
-            "check's replay of writer records was answered.")
+    timed = longer(result.cut) != "--deadline"  # its children's timeouts ended it
+    if timed:
+        text = (f"Not judged: {'; '.join(parts)}: {result.cut}; they count as errors, not as "
+                "clean." if parts else
+                f"Not judged: the race check's replay of writer records: {result.cut}.")
+    else:
+        text = (f"Not judged: {'; '.join(parts)}: {result.cut} (counted from the replay's "
+                "start) before they were answered; they count as errors, not as clean."
+                if parts else
+                f"Not judged: {result.cut} (counted from the replay's start) before the race "
+                "check's replay of writer records was answered.")
     if unproduced:
         text += (f" The race check did not compare {unproduced} step(s): what the writer "
                  "wrote there is not known.")
-    return text[:-1] + " (give a longer --deadline)."
+    return text[:-1] + f" (give a longer {longer(result.cut)})."
 
 
 def steps_text(steps: Any) -> str:

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 #: the backends forked copies inherited (never collected: nothing of them runs in the copy)
 _INHERITED: list[Any] = []
-#: the join mark left for the copy each thread is forking (:func:`leave_mark`), by thread
-_LEFT: dict[int, str] = {}
+#: the join mark left for the copy each thread is forking (:func:`leave_mark`), by thread,
+#: with the pipe that tells its parent whether the copy was made (:func:`check_made`)
+_LEFT: dict[int, tuple[str, int, int]] = {}
 #: numbers the join marks left for copies, each unique in this process
 _FORKS = itertools.count()
 
@@ -48,7 +49,10 @@ def follow(session: ProbeSession) -> None:
             leave_mark(held)
 
     def in_parent() -> None:
-        _LEFT.pop(threading.get_ident(), None)  # the copy's now: it takes it as its own
+        left = _LEFT.pop(threading.get_ident(), None)  # the copy's now: it takes it as its own
+        held = ref()
+        if left is not None and held is not None:
+            check_made(held, *left)
 
     def in_child() -> None:
         held = ref()
@@ -67,7 +71,24 @@ def leave_mark(session: ProbeSession) -> None:
     if settings.owner:
         name = f"{owned.JOINED_MARK}{os.getpid()}-fork-{next(_FORKS)}"
         if owned.leave_mark(settings.capture, settings.owner, name) is None:
-            _LEFT[threading.get_ident()] = name
+            read, write = os.pipe()
+            os.set_blocking(read, False)
+            _LEFT[threading.get_ident()] = (name, read, write)
+
+
+def check_made(session: ProbeSession, name: str, read: int, write: int) -> None:
+    """Remove the join mark ``name`` when the fork it was left for failed (``os.fork``'s
+    parent hook runs then too): only a copy holds the pipe's ``write`` end open, until it has
+    taken the mark, so a read that finds the pipe ended finds no copy or the mark taken."""
+    os.close(write)
+    try:
+        ended = os.read(read, 1) == b""
+    except BlockingIOError:  # a copy holds it and has not taken the mark yet
+        ended = False
+    finally:
+        os.close(read)
+    if ended:
+        owned.drop_mark(session.settings.capture, session.settings.owner, name)
 
 
 def take_mark(session: ProbeSession) -> None:
@@ -76,8 +97,11 @@ def take_mark(session: ProbeSession) -> None:
     taken: the first process, ending before the copy wrote, removed the folder as empty."""
     settings = session.settings
     left = _LEFT.pop(threading.get_ident(), None)
-    if left is None or owned.take_mark(settings.capture, settings.owner, left) is not None:
+    if left is None or owned.take_mark(settings.capture, settings.owner, left[0]) is not None:
         owned.mark_joined(settings.capture, settings.owner)
+    if left is not None:  # the parent may now read the pipe's end (:func:`check_made`)
+        os.close(left[1])
+        os.close(left[2])
 
 
 def let_go_of_writer(inherited: Any) -> None:

@@ -77,31 +77,33 @@ def _put_in_place(previous: dict[int, Handler], note: Handler) -> BaseException 
     a handler not yet replaced raised meanwhile (a SIGINT as the hold is taken:
     ``KeyboardInterrupt``), caught to put the rest in place and raised again as the hold ends:
     it ended the close that took it, its records and ``probe_stop`` never written."""
-    raised, handlers, done = None, None, 0
-    while True:
-        try:  # the loop inside: a handler runs after a call or at the jump back
-            handlers = _handled() if handlers is None else handlers
-            while done < len(handlers):
-                previous[handlers[done][0]] = handlers[done][1]
-                signal.signal(handlers[done][0], note)
-                done += 1  # a raise before it puts the same one in place again
-            return raised
-        except BaseException as exc:
-            raised = raised or exc
+    def put(number: int, handler: Handler) -> None:
+        previous[number] = handler
+        signal.signal(number, note)
+    return _each(_handled, put)
 
 
 def _put_back(previous: dict[int, Handler]) -> BaseException | None:
     """Put back every handler of ``previous``; what a handler put back raised meanwhile (a
     SIGINT that came as they were put back: ``KeyboardInterrupt``), caught to put back the
     rest: it left every later one noting its signal for good, a SIGTERM never handled."""
-    raised, handlers, done = None, list(previous.items()), 0
+    return _each(lambda: list(previous.items()), signal.signal)
+
+
+def _each(pairs_of: Callable[[], list[tuple[int, Handler]]],
+          put: Callable[[int, Handler], Any]) -> BaseException | None:
+    """Call ``put`` on each (signal, handler) of ``pairs_of()``, whatever a signal's handler
+    raises meanwhile: the first such raise is caught, the pairs left are put, and it is
+    returned (None when none raised)."""
+    raised, pairs, done = None, None, 0
     while True:
         try:  # the loop inside: a handler runs after a call or at the jump back
-            while done < len(handlers):
-                signal.signal(*handlers[done])
-                done += 1  # no call between: a raise before it puts the same one back again
+            pairs = pairs_of() if pairs is None else pairs
+            while done < len(pairs):
+                put(*pairs[done])
+                done += 1  # a raise before it puts the same pair again (no harm: the same)
             return raised
-        except BaseException as exc:  # raised again once all are back
+        except BaseException as exc:  # raised again by the caller once all are put
             raised = raised or exc
 
 

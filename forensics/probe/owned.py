@@ -217,6 +217,18 @@ def take_mark(path: Path, owner: str, left: str) -> str | None:
         left, f"{JOINED_MARK}{os.getpid()}", src_dir_fd=fd, dst_dir_fd=fd))
 
 
+def drop_mark(path: Path, owner: str, left: str) -> str | None:
+    """Remove the mark ``left`` (left for a forked copy that was never made) from the folder
+    ``path`` whose identity is ``owner``, if it is still there; why it could not, None when it
+    did or it was gone."""
+    def unlink(fd: int) -> None:
+        try:
+            os.unlink(left, dir_fd=fd)
+        except FileNotFoundError:
+            pass  # the copy took it
+    return _in_folder(path, owner, unlink)
+
+
 def _in_folder(path: Path, owner: str, act: Callable[[int], None]) -> str | None:
     """Do ``act`` with a descriptor of the folder ``path`` when its identity is ``owner``; why
     it could not (see :func:`mark_joined`), None when it did."""

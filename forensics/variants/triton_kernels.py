@@ -20,7 +20,10 @@ would pass the allocation budget (:mod:`forensics.budget`) raises AllocationBudg
 Under an overall deadline (:func:`forensics.budget.overall_clock`: a replay's) each wait, the
 worker's start included, takes at most what is left of it: the record it cuts, and every one
 after it, gets ``error: not judged: the overall deadline of N s passed`` (:func:`not_judged`),
-the worker killed, none started again.
+the worker killed, none started again. The same comes of the
+:data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th record the worker outlives its deadline on
+under that clock: the records left are ``not judged: 3 answers outlived the child deadline of
+N s (FORENSICS_CHILD_TIMEOUT), so no more were run``.
 
 The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
 diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
@@ -222,6 +225,8 @@ class KernelWorker:
                 _remove(requests)
                 if died is None and wait < deadline:  # the overall deadline cut it
                     return outcomes + not_judged(records[len(outcomes):], clock)
+                if died is None and clock is not None:  # the last few end the clock
+                    clock.timed_out()
                 outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
             answers.append(json.loads(line))

@@ -14,7 +14,8 @@ import pytest
 PROBE_TESTS = Path(__file__).parents[1] / "probe"
 
 #: the head of the child scripts below: the probe's test fakes on the path (argv[2]); the
-#: engine's SIGTERM handler returns and says so; Python's own SIGINT handler
+#: engine's SIGTERM handler returns and says so; Python's own SIGINT handler; ``started`` (the
+#: probe's session) and ``signalling`` (a call made to send a signal), for the scripts
 CHILD_HEAD = textwrap.dedent("""
     import json, os, signal, sys
     from pathlib import Path
@@ -23,6 +24,27 @@ CHILD_HEAD = textwrap.dedent("""
 
     signal.signal(signal.SIGTERM, lambda signum, frame: print("engine", signum, flush=True))
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+    def started(**given):  # the probe's session on the capture argv[1]: a ring of 64, a
+        # flush every 64 records, the writer argv[3], unless given says
+        from forensics.probe import plugin
+        from forensics.probe.settings import Settings
+
+        capture = Path(sys.argv[1])
+        chosen = {"ring": 64, "flush_every": 64, "writer": sys.argv[3], **given}
+        return plugin.start(Settings(directory=capture.parent, capture=capture, **chosen))
+
+
+    def signalling(real, signum):  # real, whose first call sends this process signum
+        armed = [1]
+
+        def call(*args):
+            if armed:
+                armed.clear()
+                os.kill(os.getpid(), signum)  # handled as this call returns
+            return real(*args)
+        return call
 """)
 
 
@@ -127,25 +149,13 @@ def test_a_record_the_ring_drops_as_a_handler_raises_is_counted(tmp_path: Path,
 #: handler, which closes the session and ends the process) or a SIGINT comes at the start of
 #: the first call the close makes that marks a thread as inside a flush
 CLOSING = textwrap.dedent("""
-    from forensics.probe import plugin
     from forensics.probe.busy import FlushMarks
-    from forensics.probe.settings import Settings
 
     if sys.argv[4] == "SIGTERM":
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=4, writer=sys.argv[3]))
+    session = started(flush_every=4)
     record_batch_changes(session, [[0, 1]] * 6)
-    real, armed = FlushMarks.enter_flush, [1]
-
-    def enter_flush(self):
-        if armed:
-            armed.clear()
-            os.kill(os.getpid(), getattr(signal, sys.argv[4]))  # handled as this call returns
-        return real(self)
-
-    FlushMarks.enter_flush = enter_flush
+    FlushMarks.enter_flush = signalling(FlushMarks.enter_flush, getattr(signal, sys.argv[4]))
     try:
         session.close()  # as atexit does
     except KeyboardInterrupt:
@@ -229,11 +239,8 @@ def test_a_forked_copy_never_counts_its_parents_records_lost_to_a_signal(
 FORKED_CLOSING = textwrap.dedent("""
     from forensics.probe import plugin
     from forensics.probe.session import ProbeSession
-    from forensics.probe.settings import Settings
 
-    capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=4, writer=sys.argv[3]))
+    session = started(flush_every=4)
     record_batch_changes(session, [[0, 1]] * 2)
     real, parent = ProbeSession._close, os.getpid()
 
@@ -273,11 +280,8 @@ def test_a_copy_forked_as_its_parent_closes_keeps_its_own_records(tmp_path: Path
 #: ends as Python ends (its exit's close runs); then 2 more records and the parent's close
 ENDED_EARLY = textwrap.dedent("""
     from forensics.probe import plugin
-    from forensics.probe.settings import Settings
 
-    capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     record_batch_changes(session, [[0, 1]] * 2)
     if os.fork() == 0:
         sys.exit(0)
@@ -305,11 +309,8 @@ def test_a_copy_ending_before_its_parents_first_write_leaves_its_folder(tmp_path
 #: first process, which recorded nothing, closes (its folder empty); then the copy
 PARENT_FIRST = textwrap.dedent("""
     from forensics.probe import plugin
-    from forensics.probe.settings import Settings
 
-    capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     (read, write), (queued, told) = os.pipe(), os.pipe()
     if (pid := os.fork()) == 0:
         record_batch_changes(session, [[0, 1]] * 2)

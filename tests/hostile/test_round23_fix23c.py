@@ -15,13 +15,11 @@ from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child, _stops
 #: closed; then the copy queues 2 records and closes
 CLOSED_FIRST = textwrap.dedent("""
     from forensics.probe import plugin
-    from forensics.probe.settings import Settings
 
     read, write = os.pipe()
     os.register_at_fork(after_in_child=lambda: os.read(read, 1))  # runs before the probe's
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     if (pid := os.fork()) == 0:
         record_batch_changes(session, [[0, 1]] * 2)
         plugin.stop()
@@ -54,22 +52,11 @@ def test_a_first_process_closing_as_it_forks_leaves_its_copy_the_folder(
 #: the writer (argv[3]); 2 records queued; the script ends, and atexit's close begins: a
 #: SIGINT comes as its hold asks the first signal's handler, before SIGINT's is replaced
 HOLD_TAKEN = textwrap.dedent("""
-    from forensics.probe import held, plugin
-    from forensics.probe.settings import Settings
+    from forensics.probe import held
 
-    capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     record_batch_changes(session, [[0, 1]] * 2)
-    real, armed = held._getsignal, [1]
-
-    def asked(number):
-        if armed:
-            armed.clear()
-            os.kill(os.getpid(), signal.SIGINT)  # handled as this call returns
-        return real(number)
-
-    held._getsignal = asked
+    held._getsignal = signalling(held._getsignal, signal.SIGINT)
 """)
 
 

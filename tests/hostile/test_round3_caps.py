@@ -116,24 +116,33 @@ def test_the_budget_is_settable_and_holds_in_the_worker(tmp_path: Path) -> None:
 STUCK_WORKER = Path(__file__).with_name("stuck_worker.py")
 
 
+def with_kernel_worker(monkeypatch: pytest.MonkeyPatch, command: list[str],
+                       argv: list[str]) -> int:
+    """The CLI's exit code of ``argv`` with ``command`` as the V2 kernel worker's command line
+    (the shared worker ended before and after)."""
+    from forensics.cli import main
+    from forensics.variants import triton_kernels
+
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command", lambda self: command)
+    triton_kernels.close_worker()
+    try:
+        return main(argv)
+    finally:
+        triton_kernels.close_worker()
+
+
 def test_a_stuck_kernel_worker_times_out_and_the_replay_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:
     """A worker that never answers step 1 (``stuck_worker.py``) once hung ``replay --variant
     vllm`` for ever; now that record is ``error: timed out after 5 s`` and the records of
     steps 0 and 2 are run (in a new worker) and judged."""
-    from forensics.cli import main
     from forensics.variants import triton_kernels
 
     capture = write_capture(tmp_path / "stuck.capture", [post(0), post(1), post(2)])
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "5")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, str(STUCK_WORKER)])
-    triton_kernels.close_worker()
-    try:
-        code = main(["replay", str(capture), "--variant", "vllm", "--json"])
-    finally:
-        triton_kernels.close_worker()
+    code = with_kernel_worker(monkeypatch, [sys.executable, str(STUCK_WORKER)],
+                              ["replay", str(capture), "--variant", "vllm", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert out["outcomes"]["vllm"] == {"ok": 2, "index_error": 0, "error": 1}, out

@@ -1756,6 +1756,17 @@ TESTS = {
               "test_the_histogram_draws_the_sentinel_at_the_vocabulary_the_manifest_names"],
     "T150f": ["tests/hostile/test_round24_attack24c.py::"
               "test_redact_keeps_a_summary_record_s_least_value_at_most_its_greatest"],
+    "T147a": ["tests/hostile/test_round24_fix24b.py::"
+              "test_a_replay_stops_restarting_a_worker_that_outlives_its_deadline_on_every_record",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_the_timeouts_of_a_commands_replays_count_together",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_shrink_of_records_its_worker_never_answers_says_which_deadline_to_lengthen",
+              "tests/hostile/test_round24_fix24b.py::"
+              "test_what_a_cut_says_to_lengthen_is_what_ended_its_clock"],
+    "T147b": ["tests/hostile/test_round24_fix24b.py::test_a_failed_fork_leaves_no_join_mark"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
