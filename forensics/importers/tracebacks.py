@@ -5,8 +5,9 @@ exception line (the first line after the frames that is not indented), the messa
 lines, and any ``During handling of the above exception ...`` / ``The above exception was the
 direct cause ...`` link into the next traceback. vLLM logs a traceback with its logger's prefix
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
-the lines of its own prefix; a line of another prefix pauses it (two processes' tracebacks
-interleave line by line: vLLM writes each line by itself), its next line goes on with it, and
+the lines of its own prefix; a line of another prefix, or of none (another process's plain
+stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writes each line by
+itself), its next line goes on with it, and
 a line of its prefix that is not its own ends it; a traceback logged at a level
 that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
@@ -114,18 +115,19 @@ class Chains:
         return False
 
     def _switch(self, tag: str) -> None:
-        """Pause the open chain where a line of another log prefix comes (both prefixed: two
-        processes' tracebacks interleaved line by line), and go on with ``tag``'s paused chain,
-        if any: each line was read as the end of the other's chain, every traceback of two
-        workers failing together cut into events of their lines ("5 crash event(s)" of 2)."""
-        if not tag or (tag == self.tag and self.event is not None):
+        """Pause the open chain where a line of another log prefix, or of none, comes (two
+        processes' tracebacks interleaved line by line; another process's plain stderr, an
+        NCCL line, between a worker's lines), and go on with ``tag``'s paused chain, if any:
+        each line was read as the end of the other's chain, every traceback of two workers
+        failing together cut into events of their lines ("5 crash event(s)" of 2)."""
+        if tag == self.tag and self.event is not None:
             return
         if self.event is not None and self.tag:
             self.paused[self.tag] = tuple(getattr(self, name) for name in STATE)
             if len(self.paused) > MAX_PAUSED:
                 del self.paused[next(iter(self.paused))]
             self.event = None
-        resumed = self.paused.pop(tag, None)
+        resumed = self.paused.pop(tag, None) if tag else None
         if resumed is not None:
             for name, value in zip(STATE, resumed, strict=True):
                 setattr(self, name, value)
