@@ -1706,6 +1706,10 @@ TESTS = {
               "test_redact_keeps_a_guard_event_s_row_and_bound_and_maps_its_value_as_the_records"],
     "T148a": ["tests/hostile/test_round24_attack24a.py::"
               "test_a_line_of_no_prefix_inside_a_workers_traceback_ends_no_crash"],
+    "T148b": ["tests/hostile/test_round24_attack24a.py::"
+              "test_two_workers_tracebacks_after_an_assert_interleaved_are_two_crashes"],
+    "T148c": ["tests/hostile/test_round24_attack24a.py::"
+              "test_a_report_with_a_workers_traceback_inside_it_counts_no_crash"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
