@@ -107,3 +107,35 @@ def test_a_report_with_a_workers_traceback_inside_it_counts_no_crash(tmp_path: P
         events = read_source(log).events
         assert [e["kind"] for e in events] == ["illegal_memory_access"] * 2, events
         assert sum("engine_dead" in e for e in events) == 1, events
+
+
+# ------------- T148d: the timeline's note names its step's largest (smallest) value as such
+
+
+def test_the_timeline_note_says_its_value_is_the_steps_extreme(tmp_path: Path) -> None:
+    """A step holding ids 20, 23, 21 past 10 rows (its first finding ``input_ids[2] = 20``,
+    as replay says) is noted "first: step 5, largest value 23", and one holding -5 below 0
+    "smallest value -5" (matplotlib and SVG alike): the note said "value 23" beside replay's
+    first violation of value 20, naming the step's largest value as the first finding's."""
+    import numpy as np
+    from matplotlib.text import Text
+
+    from forensics import plots
+    from forensics.present.svg import views
+    from forensics.records import Record
+    from forensics.replaying import replay
+    from forensics.store.writer import write_capture
+
+    for ids, note in (([1, 2, 20, 23, 21], "first: step 5, largest value 23"),
+                      ([1, -5, 2], "first: step 5, smallest value -5")):
+        records = [Record("embedding", s, 0, {
+            "input_ids": np.array(ids if s == 5 else [0, 1], dtype=np.int32),
+            "num_embeddings": 10}) for s in range(8)]
+        result = replay(write_capture(tmp_path / f"c{len(ids)}.capture", records))
+        svg = views.figure("timeline", result, site="embedding", variant="upstream").to_svg()
+        assert note in svg, note
+        ax = plots.plot(result, "timeline", site="embedding", variant="upstream")
+        ax.figure.canvas.draw()
+        texts = [t.get_text() for t in ax.figure.findobj(Text)]
+        plots.close(ax)
+        assert note in texts, texts
