@@ -100,7 +100,7 @@ def test_upstream_still_draws_its_violation(incident_b: Any) -> None:
     assert all(m.get("fill") == VIOLATION_COLOR for m in bad)
     assert "out of bounds" in _legend(root)
     assert [_text(n) for n in _classed(root, "note", "first")] == [
-        f"first: step 14, value {VOCAB}"]
+        f"first: step 14, largest value {VOCAB}"]
     title = " ".join(_text(t) for t in _classed(root, "title"))
     assert "incident-b-vocab-sentinel · embedding · upstream" in title
     assert any("valid bound (dashed): < 248320" == t for t in _legend(root))

@@ -76,7 +76,7 @@ def test_a_long_timeline_counts_values_per_bin_instead_of_a_band() -> None:
     assert any(abs(x - 137) < 200 for x in lines), "the lone bad step still shows"
     assert len(_classed(root, "bar", "open")) == len(bars)
     assert [("".join(n.itertext())) for n in _classed(root, "note", "first")] == [
-        f"first: step 137, value {VOCAB}"]
+        f"first: step 137, largest value {VOCAB}"]
 
 
 def test_bars_stack_by_verdict() -> None:

@@ -5,8 +5,9 @@ exception line (the first line after the frames that is not indented), the messa
 lines, and any ``During handling of the above exception ...`` / ``The above exception was the
 direct cause ...`` link into the next traceback. vLLM logs a traceback with its logger's prefix
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
-the lines of its own prefix; a line of another prefix pauses it (two processes' tracebacks
-interleave line by line: vLLM writes each line by itself), its next line goes on with it, and
+the lines of its own prefix; a line of another prefix, or of none (another process's plain
+stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writes each line by
+itself), its next line goes on with it, and
 a line of its prefix that is not its own ends it; a traceback logged at a level
 that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
@@ -19,7 +20,8 @@ holds ``exception`` (the root), ``final`` (the last exception of the chain), ``l
 it); ``cut`` (and its message) names a line of it longer than the log's line bound, read only
 to it (what named the error past it unread). Two chains join what they belong to instead of
 counting a second crash: a chain right after a CUDA assert event (nothing else in between) is
-that assert's exception, and an ``EngineDeadError`` chain, or one rooted in vLLM's report of a
+that assert's exception (the first such chain alone: another worker's interleaved with it is a
+crash of its own), and an ``EngineDeadError`` chain, or one rooted in vLLM's report of a
 process that died, after a crash (no probe line of another step between them: :func:`ends`)
 is the API server's report of that crash (:data:`REPORTS`), as the same report on a line of
 its own is (:mod:`forensics.importers.logs`); every report of one crash is kept or counted
@@ -114,18 +116,19 @@ class Chains:
         return False
 
     def _switch(self, tag: str) -> None:
-        """Pause the open chain where a line of another log prefix comes (both prefixed: two
-        processes' tracebacks interleaved line by line), and go on with ``tag``'s paused chain,
-        if any: each line was read as the end of the other's chain, every traceback of two
-        workers failing together cut into events of their lines ("5 crash event(s)" of 2)."""
-        if not tag or (tag == self.tag and self.event is not None):
+        """Pause the open chain where a line of another log prefix, or of none, comes (two
+        processes' tracebacks interleaved line by line; another process's plain stderr, an
+        NCCL line, between a worker's lines), and go on with ``tag``'s paused chain, if any:
+        each line was read as the end of the other's chain, every traceback of two workers
+        failing together cut into events of their lines ("5 crash event(s)" of 2)."""
+        if tag == self.tag and self.event is not None:
             return
         if self.event is not None and self.tag:
             self.paused[self.tag] = tuple(getattr(self, name) for name in STATE)
             if len(self.paused) > MAX_PAUSED:
                 del self.paused[next(iter(self.paused))]
             self.event = None
-        resumed = self.paused.pop(tag, None)
+        resumed = self.paused.pop(tag, None) if tag else None
         if resumed is not None:
             for name, value in zip(STATE, resumed, strict=True):
                 setattr(self, name, value)
@@ -144,8 +147,10 @@ class Chains:
         last = self.events[-1] if self.events else None
         self.tag, self.in_frames, self.linked, self.root = tag, True, False, True
         self.own_frames = True
-        if last is not None and last.get("kind") == "cuda_assert" and "exception" not in last:
-            self.event, self.own_frames = last, False  # the exception of the assert before
+        if last is not None and last.get("kind") == "cuda_assert" and "links" not in last:
+            # the exception of the assert before, unless a chain took it already (another
+            # worker's, interleaved: a second would make two workers' crashes one)
+            self.event, self.own_frames = last, False
             self.event.update(links=0, last_line=number)
             self.holder = self.event
             return
@@ -199,11 +204,11 @@ class Chains:
         if event["kind"] != "engine_exception":
             return  # joined to its assert: the assert's line stays the event's
         kind = self.kind_of(text)
-        before = self.events[-2] if len(self.events) > 1 else None
         key = REPORTS.get(kind or "")
-        if key is not None and before is not None and self.events[-1] is event \
-                and ends(before, event["step"], self.closed):
-            self.events.pop()  # the API server's report of the crash before: that crash's
+        at = (self._place(event) or 0) if key is not None else 0
+        before = self.events[at - 1] if at else None
+        if key is not None and before is not None and ends(before, event["step"], self.closed):
+            del self.events[at]  # the API server's report of the crash before: that crash's
             report(before, key, number, text)
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
@@ -213,6 +218,16 @@ class Chains:
             return
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
         _say_cut(event)
+
+    def _place(self, event: dict[str, Any]) -> int | None:
+        """Where ``event`` is in :attr:`events`: after it, at most the events of the chains
+        of other prefixes opened while it was (:data:`MAX_PAUSED`, and what they joined), or
+        None. A report's chain interleaved with a worker's traceback opened after it was
+        never the crash before's: "3 crash event(s)" of 2 crashes, one an ``engine_dead``."""
+        for at in range(len(self.events) - 1, max(-1, len(self.events) - MAX_PAUSED - 3), -1):
+            if self.events[at] is event:
+                return at
+        return None
 
 
 def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bool:

@@ -50,7 +50,6 @@ from forensics.present.scene.histogram import HistogramData, ValueAxis, histogra
 from forensics.present.scene.timeline import (
     TimelineData,
     TimelineTensor,
-    first_note,
     timeline_data,
 )
 from forensics.present.scene.verdicts import verdict_cell, verdict_grid, verdict_title
@@ -199,7 +198,7 @@ def plot_bounds_timeline(result: Any, site: str | None = None, variant: str | No
     if data.density is not None and data.lines:  # counts per bin (forensics.present.timeline_bins)
         xs = [float(x) for line in data.lines for x in line.binned["step"]]
         marks = Marks((min(xs) - data.width / 2, max(xs) + data.width / 2), data.first_at(),
-                      first_note(*data.first) if data.first else "", data.suspects[0],
+                      data.first_note() if data.first else "", data.suspects[0],
                       SUSPECT_COLOR, SUSPECT_LABEL)
         draw_density(ax, data.density, data.title(data.density.ylabel()), marks, _mathsafe)
         _step_labels(ax, data.origin)
@@ -273,7 +272,7 @@ def _note_first(ax: Axes, data: TimelineData) -> None:
     x, y = at
     lo, hi = ax.get_ylim()
     dy = -30 if y > (lo + hi) / 2 else 30
-    ax.annotate(first_note(*data.first), (float(x), float(y)), textcoords="offset points",
+    ax.annotate(data.first_note(), (float(x), float(y)), textcoords="offset points",
                 xytext=(14, dy), va="top" if dy < 0 else "bottom", fontsize=8,
                 color=VIOLATION_COLOR, zorder=7,
                 arrowprops={"arrowstyle": "->", "color": VIOLATION_COLOR, "lw": 0.8},

@@ -21,7 +21,7 @@ from matplotlib.text import Text
 from forensics import plots
 from forensics.present.scene.heatmap import heatmap_data
 from forensics.present.scene.histogram import histogram_data
-from forensics.present.scene.timeline import first_note, step_verdicts, timeline_data
+from forensics.present.scene.timeline import step_verdicts, timeline_data
 from forensics.present.style import OPEN, RESOLVED
 from forensics.present.svg import views
 from forensics.records import Record
@@ -79,8 +79,8 @@ def test_the_timeline_names_the_first_violation_at_its_exact_step(past_2_53: Any
     """The note said "first: step 4611686018427387904" for the finding at ...905."""
     data = timeline_data(past_2_53, "embedding", "upstream")
     assert data.first == (BASE + 1, 50)
-    note = "first: step 4611686018427387905, value 50"
-    assert first_note(*data.first) == note
+    note = "first: step 4611686018427387905, largest value 50"
+    assert data.first_note() == note
     assert note in _svg_texts("timeline", past_2_53)
     assert note in _plot_texts("timeline", past_2_53)
 
@@ -141,7 +141,8 @@ def test_the_timeline_labels_are_exact(row: tuple[int, int, int, int, bool]) -> 
     assert (line.bound_label(), line.lower_label()) == (
         f"valid bound (dashed): < {upper}", f"lower bound = {lower}")
     for texts in (_svg_texts("timeline", result), _plot_texts("timeline", result)):
-        assert f"first: step {step}, value {value}" in texts
+        extreme = "largest" if value >= upper else "smallest"
+        assert f"first: step {step}, {extreme} value {value}" in texts
         assert f"valid bound (dashed): < {upper}" in texts
         assert f"lower bound = {lower}" in texts
 

@@ -1767,6 +1767,14 @@ TESTS = {
               "tests/hostile/test_round24_fix24b.py::"
               "test_what_a_cut_says_to_lengthen_is_what_ended_its_clock"],
     "T147b": ["tests/hostile/test_round24_fix24b.py::test_a_failed_fork_leaves_no_join_mark"],
+    "T148a": ["tests/hostile/test_round24_attack24a.py::"
+              "test_a_line_of_no_prefix_inside_a_workers_traceback_ends_no_crash"],
+    "T148b": ["tests/hostile/test_round24_attack24a.py::"
+              "test_two_workers_tracebacks_after_an_assert_interleaved_are_two_crashes"],
+    "T148c": ["tests/hostile/test_round24_attack24a.py::"
+              "test_a_report_with_a_workers_traceback_inside_it_counts_no_crash"],
+    "T148d": ["tests/hostile/test_round24_attack24a.py::"
+              "test_the_timeline_note_says_its_value_is_the_steps_extreme"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

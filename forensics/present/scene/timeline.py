@@ -67,6 +67,9 @@ class TimelineTensor:
     bad: list[tuple[int, int]]
     #: the value every drawn value is relative to (:attr:`TimelineData.yorigin`, else 0)
     yorigin: int = 0
+    #: those of :attr:`bad` that are their step's smallest value (below the lower bound); the
+    #: rest are their step's largest
+    low: frozenset[tuple[int, int]] = frozenset()
 
     def bound_label(self) -> str:
         """The legend text of the tensor's upper bound."""
@@ -129,6 +132,14 @@ class TimelineData:
         """The first unresolved, judged violation (step, value) of any tensor drawn, exact."""
         bad = [b for line in self.lines for b in line.bad]
         return min(bad) if bad else None
+
+    def first_note(self) -> str:
+        """The text naming :attr:`first` (its step's largest or smallest value: the first
+        finding's own value may be another of that step's), or "" where there is none."""
+        if self.first is None:
+            return ""
+        low = any(self.first in line.low for line in self.lines)
+        return first_note(*self.first, "smallest" if low else "largest")
 
     def first_at(self) -> tuple[int, int] | None:
         """Where :attr:`first` is drawn: (its step less :attr:`origin`, its value less
@@ -227,9 +238,10 @@ def _timeline_tensor(steps: pd.DataFrame, name: str, color: str, width: int,
     steps = steps.assign(state=[OPEN if verdicts is None
                                 else verdicts.get(int(t) + origin, UNSEEN)
                                 for t in steps["step"]])
-    bad = [(int(a) + origin, b + yorigin)
-           for a, b, _ in _violations(steps[steps["state"] == OPEN])]
-    return TimelineTensor(name, color, bin_steps(steps, width), bad, yorigin)
+    unresolved = steps[steps["state"] == OPEN]
+    bad = [(int(a) + origin, b + yorigin) for a, b, _ in _violations(unresolved)]
+    low = [(int(a) + origin, b + yorigin) for a, b, _ in _violations(unresolved, high=False)]
+    return TimelineTensor(name, color, bin_steps(steps, width), bad, yorigin, frozenset(low))
 
 
 def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame, origin: int = 0
@@ -249,10 +261,11 @@ def suspect_steps(result: Any, site: str, variant: str, frame: pd.DataFrame, ori
     return steps, [int(top.get(step, 0)) for step in steps]
 
 
-def first_note(x: int, y: int) -> str:
-    """The text naming the first unresolved violation (step ``x``, value ``y``: exact
-    integers, never rounded through a float)."""
-    return f"first: step {int(x)}, value {int(y)}"
+def first_note(x: int, y: int, extreme: str) -> str:
+    """The text naming the first unresolved violation (step ``x``, and ``y``, that step's
+    ``extreme`` value, "largest" or "smallest": exact integers, never rounded through a
+    float)."""
+    return f"first: step {int(x)}, {extreme} value {int(y)}"
 
 
 def step_verdicts(result: Any, site: str, variant: str) -> dict[int, str] | None:
@@ -343,13 +356,14 @@ def padded_to_edges(values: np.ndarray) -> np.ndarray:
     return np.concatenate([values[:1], values, values[-1:]])
 
 
-def _violations(steps: pd.DataFrame) -> list[tuple[Any, Any, int]]:
+def _violations(steps: pd.DataFrame, high: bool = True) -> list[tuple[Any, Any, int]]:
     """(step, offending extreme, bad steps) of each row of ``steps`` that left its bound:
-    the largest value above the bound and the smallest below it, each once (exact integers
-    for steps of one step each; a bin's step is its centre, half-way between two steps)."""
+    the largest value above the bound (unless not ``high``) and the smallest below it, each
+    once (exact integers for steps of one step each; a bin's step is its centre, half-way
+    between two steps)."""
     count = steps["bad_steps"] if "bad_steps" in steps else pd.Series(1, index=steps.index)
     found = []
-    for flag, column in (("bad_high", "max"), ("bad_low", "min")):
+    for flag, column in (("bad_high", "max"), ("bad_low", "min"))[0 if high else 1:]:
         hit = steps[steps[flag]]
         found += [(a, int(b), int(c)) for a, b, c in
                   zip(hit["step"], hit[column], count[hit.index], strict=True)]

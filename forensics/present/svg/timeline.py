@@ -21,7 +21,6 @@ from typing import Any
 from forensics.present.scene.timeline import (
     TimelineData,
     TimelineTensor,
-    first_note,
     timeline_data,
 )
 from forensics.present.selection import TensorChoice, coords, exact_coords
@@ -67,7 +66,7 @@ def timeline_panel(result: Any, site: str | None = None, variant: str | None = N
         panel.marks(steps, tops, "D", SUSPECT_COLOR, filled=False, size=MARK_SIZE,
                     label=SUSPECT_LABEL, role="mark suspect")
     if data.first is not None and (at := data.first_at()) is not None:
-        panel.note(*at, first_note(*data.first), VIOLATION_COLOR, role="note first")
+        panel.note(*at, data.first_note(), VIOLATION_COLOR, role="note first")
     if not data.lines:
         panel.text(0.5, 0.5, data.empty(), anchor="middle", role="empty")
     if data.notes():
@@ -92,7 +91,7 @@ def _density_panel(data: TimelineData, density: BinDensity) -> Panel:
         panel.marks(steps, [0.0] * len(steps), "D", SUSPECT_COLOR, filled=False,
                     size=MARK_SIZE, label=SUSPECT_LABEL, role="mark suspect")
     if data.first is not None and (at := data.first_at()) is not None:
-        panel.note(at[0], density.top_at(at[0]), first_note(*data.first),
+        panel.note(at[0], density.top_at(at[0]), data.first_note(),
                    VIOLATION_COLOR, role="note first")
     if not density.starts:
         panel.text(0.5, 0.5, density.empty_text(data.site, data.variant), anchor="middle",
