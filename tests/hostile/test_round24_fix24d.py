@@ -1,0 +1,43 @@
+"""Round 24 of hostile input, fix 24d: what this round's attackers found and left: the patch
+sentence of summary records, the draft title's count of one guard claim said twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+# ------------------------------ T153a: a summary record's value is not judged: nothing replays it
+
+
+def test_the_patch_sentence_says_summary_values_are_not_judged_as_nothing_replays_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log imported alone: patched "resolves 0 of 1 upstream out-of-bounds findings (1 not
+    judged: it cannot see them)", as if it were a read inside an allocation, while the
+    sentence after it says nothing there can be replayed. It says why they are not judged."""
+    log = tmp_path / "engine.log"
+    log.write_text("SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=5 max=1000 step=3\n")
+    capture = tmp_path / "l.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture)
+    assert code == 0, err
+    code, out, _ = run_cli(capsys, "summary", capture)
+    assert code == 0
+    assert "cannot see them" not in out, out
+    assert ("resolves 0 of 1 upstream out-of-bounds findings (1 not judged: the least and "
+            "greatest values of summary records, which nothing replays).") in out, out
+
+
+def test_the_patch_sentence_counts_reads_it_cannot_see_apart_from_summary_values() -> None:
+    """Of findings inside an allocation alone, the words are as before; of both kinds, each
+    is counted apart."""
+    from forensics.present.conclusion import Patch, describe_patch
+
+    inside = Patch(variant="patched", resolved=0, total=2, added=0, not_judged=2)
+    assert describe_patch(inside, "upstream") == (
+        "resolves 0 of 2 upstream out-of-bounds findings (2 not judged: it cannot see them)")
+    both = Patch(variant="patched", resolved=1, total=4, added=0, not_judged=3, summaries=1)
+    assert describe_patch(both, "upstream") == (
+        "resolves 1 of 4 upstream out-of-bounds findings (3 not judged: 2 it cannot see, 1 of "
+        "the least and greatest values of summary records, which nothing replays)")
