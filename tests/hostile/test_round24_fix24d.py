@@ -41,3 +41,48 @@ def test_the_patch_sentence_counts_reads_it_cannot_see_apart_from_summary_values
     assert describe_patch(both, "upstream") == (
         "resolves 1 of 4 upstream out-of-bounds findings (3 not judged: 2 it cannot see, 1 of "
         "the least and greatest values of summary records, which nothing replays)")
+
+
+# ------------------------------ T153b: the draft title counts guard claims, not their copies
+
+
+def test_the_draft_title_names_one_guard_claim_of_two_processes_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same guard_violation line in events-w0.jsonl and events-w1.jsonl of a clean capture
+    was titled "its 2 guard events name values out of range: input_ids = 70000 at embedding
+    (guard_violation), input_ids = 70000 at embedding (guard_violation)", one claim named
+    twice as two. The title names each claim (tensor, element, value, site) once and says how
+    many events made them where that differs."""
+    from test_round23_fix23a import _guarded, _title
+    from test_round24_fix24a import _events, _forged
+
+    capture = _guarded(tmp_path)
+    head = "**Title**: [Bug]: engine crash with no captured index value out of range, though "
+    _events(capture, _forged(3, "input_ids", 70000, "embedding"))
+    (capture / "events-w1.jsonl").write_text((capture / "events-w0.jsonl").read_text())
+    assert _title(capsys, capture) == (
+        f"{head}its 2 guard_violation events name input_ids = 70000 out of range at embedding")
+    _events(capture, _forged(3, "input_ids", 70000, "embedding"),
+            _forged(2, "prev_positions", 9, "batch_change"))
+    (capture / "events-w1.jsonl").write_text((capture / "events-w0.jsonl").read_text())
+    assert _title(capsys, capture) == (
+        f"{head}its 4 guard events name 2 values out of range: prev_positions = 9 at "
+        "batch_change (guard_violation), input_ids = 70000 at embedding (guard_violation)")
+
+
+def test_the_draft_title_tells_two_elements_of_one_value_apart() -> None:
+    """Two claims differing in their element alone are named with it; the same claim passed
+    on and raised is one, both kinds named."""
+    from test_round24_fix24a import _forged
+
+    from forensics.present.capture_facts import guard_claim
+
+    second = {**_forged(3, "input_ids", 70000, "embedding"), "row": 1}
+    capture = type("C", (), {"events": [_forged(3, "input_ids", 70000, "embedding"), second]})
+    assert guard_claim(capture) == (
+        "its 2 guard events name values out of range: input_ids[0] = 70000 at embedding "
+        "(guard_violation), input_ids[1] = 70000 at embedding (guard_violation)")
+    passed = {**_forged(2, "input_ids", 70000, "embedding"), "kind": "guard_passed_on"}
+    capture.events = [passed, _forged(3, "input_ids", 70000, "embedding")]
+    assert guard_claim(capture) == ("its 2 guard_violation and guard_passed_on events name "
+                                    "input_ids = 70000 out of range at embedding")

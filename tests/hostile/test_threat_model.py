@@ -1760,6 +1760,10 @@ TESTS = {
               "test_the_patch_sentence_says_summary_values_are_not_judged_as_nothing_replays_them",
               "tests/hostile/test_round24_fix24d.py::"
               "test_the_patch_sentence_counts_reads_it_cannot_see_apart_from_summary_values"],
+    "T153b": ["tests/hostile/test_round24_fix24d.py::"
+              "test_the_draft_title_names_one_guard_claim_of_two_processes_once",
+              "tests/hostile/test_round24_fix24d.py::"
+              "test_the_draft_title_tells_two_elements_of_one_value_apart"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
