@@ -86,3 +86,68 @@ def test_the_draft_title_tells_two_elements_of_one_value_apart() -> None:
     capture.events = [passed, _forged(3, "input_ids", 70000, "embedding")]
     assert guard_claim(capture) == ("its 2 guard_violation and guard_passed_on events name "
                                     "input_ids = 70000 out of range at embedding")
+
+
+# ------------------------------ T153c: a kernel worker's answer that is none is an error, no crash
+
+BAD_ANSWER_WORKER = Path(__file__).with_name("bad_answer_worker.py")
+
+
+@pytest.mark.parametrize("line", ['{"status": "index_error", "mess', "not json", "[1, 2]",
+                                  '{"status": "ok", "message": ""}', '{"status": "?"}',
+                                  "[" * 100_000])
+def test_a_kernel_worker_s_answer_line_that_is_no_answer_is_an_error_of_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str) -> None:
+    """``replay --variant vllm``: a V2 kernel worker whose answer line was cut off (or is not
+    JSON, or no answer) stopped the replay with a JSONDecodeError's traceback (or a KeyError's).
+    That record's outcome is an error no value explains, as a worker that died; the worker is
+    ended and the records after it run in a new one."""
+    import sys
+
+    from test_round3_caps import post
+
+    from forensics.replaying import replay
+    from forensics.store.writer import write_capture
+    from forensics.variants import triton_kernels
+
+    capture = write_capture(tmp_path / "bad.capture", [post(0), post(1), post(2)])
+    monkeypatch.setenv("FORENSICS_TEST_BAD_ANSWER", line)
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(BAD_ANSWER_WORKER)])
+    triton_kernels.close_worker()
+    try:
+        rows = replay(capture, variants=["vllm"]).outcomes.sort_values("step")
+    finally:
+        triton_kernels.close_worker()
+    assert rows["status"].tolist() == ["index_error", "error", "index_error"], rows
+    assert rows["message"].tolist()[1] == (
+        "the Triton interpreter's process answered a line that is not an answer (cut off, or "
+        "not a JSON object with a status and a message): not explained by the values"), rows
+
+
+def test_a_kernel_worker_whose_first_line_is_not_json_is_one_line_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """A V2 kernel worker whose first line (its ``ready``) was cut off made every record an
+    error "JSONDecodeError: ..." of vLLM's code; it is a worker that did not start, as one
+    that says it is not ready: one line, exit 2."""
+    import sys
+
+    from test_round3_caps import post
+
+    from forensics.store.writer import write_capture
+    from forensics.variants import triton_kernels
+
+    capture = write_capture(tmp_path / "bad.capture", [post(0), post(1)])
+    monkeypatch.setenv("FORENSICS_TEST_BAD_HELLO", '{"ready": tr')
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(BAD_ANSWER_WORKER)])
+    triton_kernels.close_worker()
+    try:
+        code, _, err = run_cli(capsys, "replay", capture, "--variant", "vllm")
+    finally:
+        triton_kernels.close_worker()
+    assert code == 2, err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err, err
+    assert ("vLLM's Triton kernels cannot run in Triton's interpreter here (the worker's "
+            "first line is not JSON)") in err, err
