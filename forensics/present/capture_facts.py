@@ -105,38 +105,54 @@ def _event_text(event: dict[str, Any]) -> str:
     return f"{head}: {message}" if message else head
 
 
-#: the most guard events a draft's title names of a capture holding several (the rest counted)
+#: the most guard claims a draft's title names of a capture holding several (the rest counted)
 NAMED_GUARD_EVENTS = 2
 
 
 def guard_claim(capture: Any) -> str:
     """What the capture's guard events claim (by step; a ``guard_violation``, the guard that
     raised, before a ``guard_passed_on``), as their own words: ``"its guard_violation event
-    names prev_positions = 9 out of range at batch_change"`` of one; of several, their count
-    and the first :data:`NAMED_GUARD_EVENTS` (``"its 3 guard events name values out of range:
-    prev_positions = 9 at batch_change (guard_violation), ... and 1 more"``); ``""`` when it
-    holds none. A capture is data: an event is the probe's claim, not a finding."""
+    names prev_positions = 9 out of range at batch_change"`` of one; of several, the distinct
+    claims (tensor, element, value, site: one line in two processes' events is one), their
+    count and the first :data:`NAMED_GUARD_EVENTS` (``"its 3 guard events name values out of
+    range: prev_positions = 9 at batch_change (guard_violation), ... and 1 more"``), the
+    events' count said apart where it differs; ``""`` when it holds none. A capture is data: an
+    event is the probe's claim, not a finding."""
     from forensics.known.evidence import GUARD_EVENT_KINDS, in_step_order
 
     events = [e for e in getattr(capture, "events", None) or []
               if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]
     if not events:
         return ""
-    ordered = sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation")
-    if len(ordered) == 1:
-        tensor, value, site = _said(ordered[0])
-        return f"its {ordered[0]['kind']} event names {tensor} = {value} out of range at {site}"
-    named = ", ".join(f"{tensor} = {value} at {site} ({event['kind']})" for event in
-                      ordered[:NAMED_GUARD_EVENTS] for tensor, value, site in [_said(event)])
-    more = len(ordered) - NAMED_GUARD_EVENTS
-    return (f"its {len(ordered)} guard events name values out of range: {named}"
+    claims: dict[tuple[str, ...], list[str]] = {}
+    for event in sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation"):
+        kinds = claims.setdefault(_said(event), [])
+        kinds += [] if event["kind"] in kinds else [event["kind"]]
+    if len(claims) == 1:
+        [((tensor, _, value, site), kinds)] = claims.items()
+        said = f"{' and '.join(kinds)} event"
+        said = f"{len(events)} {said}s name" if len(events) > 1 else f"{said} names"
+        return f"its {said} {tensor} = {value} out of range at {site}"
+    named = ", ".join(f"{_named(claim, claims)} ({', '.join(kinds)})" for claim, kinds in
+                      list(claims.items())[:NAMED_GUARD_EVENTS])
+    more = len(claims) - NAMED_GUARD_EVENTS
+    values = "values" if len(claims) == len(events) else f"{len(claims)} values"
+    return (f"its {len(events)} guard events name {values} out of range: {named}"
             f"{f' and {more} more' if more > 0 else ''}")
 
 
-def _said(event: dict[str, Any]) -> tuple[str, str, str]:
-    """A guard event's tensor, value and site as it claims them (:func:`_claimed`)."""
-    tensor, value, site = (_claimed(event.get(key)) for key in ("tensor", "value", "site"))
-    return tensor, value, site
+def _said(event: dict[str, Any]) -> tuple[str, ...]:
+    """A guard event's tensor, element (row), value and site as it claims them
+    (:func:`_claimed`)."""
+    return tuple(_claimed(event.get(key)) for key in ("tensor", "row", "value", "site"))
+
+
+def _named(claim: tuple[str, ...], claims: dict[tuple[str, ...], list[str]]) -> str:
+    """``"prev_positions = 9 at batch_change"``: ``claim`` as a title names it, its element
+    named (``prev_positions[3]``) where another of ``claims`` differs from it in that alone."""
+    tensor, row, value, site = claim
+    twin = sum((other[0], *other[2:]) == (tensor, value, site) for other in claims) > 1
+    return f"{tensor}{f'[{row}]' if twin else ''} = {value} at {site}"
 
 
 def _claimed(value: Any) -> str:

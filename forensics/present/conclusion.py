@@ -553,10 +553,21 @@ def describe_patch(patch: Patch, baseline: str) -> str:
         every = "all " if patch.failing == patch.total else ""
         text += f" ({every}{patch.failing} still fail at their records)"
     if patch.not_judged:
-        text += f" ({patch.not_judged} not judged: it cannot see them)"
+        text += f" ({patch.not_judged} not judged: {_why_not_judged(patch)})"
     if patch.added:
         text += f", adding {patch.added} of its own"
     return text
+
+
+def _why_not_judged(patch: Patch) -> str:
+    """Why ``patch``'s variant judges none of its :attr:`Patch.not_judged` findings: it cannot
+    see them (inside an allocation), or they are summary records' values nothing replays."""
+    summaries = "the least and greatest values of summary records, which nothing replays"
+    if not patch.summaries:
+        return "it cannot see them"
+    if not patch.inside:
+        return summaries
+    return f"{patch.inside} it cannot see, {patch.summaries} of {summaries}"
 
 
 # -- known or new, explained or not (forensics.known): the one block this module adds for it --

@@ -151,9 +151,11 @@ class KernelWorker:
             if wait >= most:  # every record it was to run is an error that says so
                 self._stuck = f"the Triton interpreter's worker did not start: {timed_out(most)}"
             return None
-        if not hello or not json.loads(hello).get("ready"):
+        said = _json_object(hello) if hello else {}
+        if said is None or not said.get("ready"):
             end_process(process)
-            why = json.loads(hello).get("message") if hello else "it exited"
+            why = ("the worker's first line is not JSON" if said is None
+                   else said.get("message") if hello else "it exited")
             if self.patch is not None:
                 raise PatchApplyError(
                     f"{self.patch.name}: vLLM's Triton kernels with the diff applied fail to "
@@ -229,7 +231,13 @@ class KernelWorker:
                     clock.timed_out()
                 outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
-            answers.append(json.loads(line))
+            answered = _answer(line)
+            if answered is None:  # cut off or no answer: as a death the values do not explain
+                self._stop()
+                _remove(requests)
+                outcomes.append(Outcome(ERROR, _NO_ANSWER))
+                return outcomes
+            answers.append(answered)
             if answers[-1]["status"] == BUDGET:  # the worker is ended by _exchange
                 raise AllocationBudgetError(answers[-1]["message"])
             outcomes.append(_outcome(answers[-1], request))
@@ -274,6 +282,32 @@ def not_judged(records: list[Record], clock: Clock | None) -> list[Outcome]:
     assert clock is not None
     clock.cut += len(records)
     return [Outcome(ERROR, f"not judged: {clock.passed()}") for _ in records]
+
+
+#: the outcome's message of a record whose answer line is none (cut off, or not an answer)
+_NO_ANSWER = ("the Triton interpreter's process answered a line that is not an answer (cut "
+              "off, or not a JSON object with a status and a message): not explained by the "
+              "values")
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    """The JSON object ``line`` holds, or None (not JSON, too deep, or not an object)."""
+    try:
+        said = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return said if isinstance(said, dict) else None
+
+
+def _answer(line: str) -> dict[str, Any] | None:
+    """The worker's answer ``line`` holds (a status it gives, a message, an ok's outputs), or
+    None."""
+    said = _json_object(line)
+    if said is None or said.get("status") not in (OK, INDEX_ERROR, ERROR, BUDGET):
+        return None
+    if not isinstance(said.get("message"), str):
+        return None
+    return said if said["status"] != OK or isinstance(said.get("outputs"), str) else None
 
 
 def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:

@@ -1775,6 +1775,18 @@ TESTS = {
               "test_a_report_with_a_workers_traceback_inside_it_counts_no_crash"],
     "T148d": ["tests/hostile/test_round24_attack24a.py::"
               "test_the_timeline_note_says_its_value_is_the_steps_extreme"],
+    "T153a": ["tests/hostile/test_round24_fix24d.py::"
+              "test_the_patch_sentence_says_summary_values_are_not_judged_as_nothing_replays_them",
+              "tests/hostile/test_round24_fix24d.py::"
+              "test_the_patch_sentence_counts_reads_it_cannot_see_apart_from_summary_values"],
+    "T153b": ["tests/hostile/test_round24_fix24d.py::"
+              "test_the_draft_title_names_one_guard_claim_of_two_processes_once",
+              "tests/hostile/test_round24_fix24d.py::"
+              "test_the_draft_title_tells_two_elements_of_one_value_apart"],
+    "T153c": ["tests/hostile/test_round24_fix24d.py::"
+              "test_a_kernel_worker_s_answer_line_that_is_no_answer_is_an_error_of_its_record",
+              "tests/hostile/test_round24_fix24d.py::"
+              "test_a_kernel_worker_whose_first_line_is_not_json_is_one_line_exit_2"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
