@@ -350,12 +350,7 @@ class ProbeSession(FlushMarks):
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
         try:
-            detail = error_text(exc)[:2000]
-            self.flush(wait=True)
-            with signals_held():  # a SIGTERM's close waits for the capture and the event
-                with self._lock:
-                    self.backend.open()
-                self._event("engine_exception", where=where, error=detail)
+            self._flushed_event("engine_exception", where=where, error=error_text(exc)[:2000])
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
@@ -364,14 +359,24 @@ class ProbeSession(FlushMarks):
         """Keep an event ``kind``, opening the capture for it if no record did yet (flushes
         what is queued first); never raises."""
         try:
-            self.flush(wait=True)
-            with signals_held():  # a SIGTERM's close waits for the capture and the event
-                with self._lock:
-                    self.backend.open()
-                self._event(kind, **fields)
+            self._flushed_event(kind, **fields)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: keeping a %s event failed: %s", kind, inner)
+
+    def _flushed_event(self, kind: str, **fields: Any) -> None:
+        """Flush (waiting), open the capture if need be and keep an event ``kind``; one that
+        comes after the close is said in the log (:mod:`~forensics.probe.late`), no writer
+        started for it."""
+        if not self._closed:
+            self.flush(wait=True)
+        with signals_held():  # a SIGTERM's close waits for the capture and the event
+            with self._lock:
+                if self._closed:
+                    return late.event_said(kind, fields)
+                self.backend.open()
+            if not self._event(kind, **fields) and self._closed:  # closed meanwhile
+                late.event_said(kind, fields)
 
     def violation(self, pending: PendingRecord, found: Violation) -> BaseException:
         """Guard finding: queue ``pending``, flush and wait, keep an event; return the error."""
@@ -516,6 +521,8 @@ class ProcessBackend:
             return False
         try:
             with self.session._lock:
+                if late.refused(self.session, event):
+                    return False
                 self.session.enter_framing()  # a recorder's dump on a signal waits (held.py)
                 try:
                     return channel.put_bytes(frames.blob(frames.EVENT, event)) \
