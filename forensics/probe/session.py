@@ -38,14 +38,14 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import forked, frames, handed, late, owned
+from forensics.probe import forked, frames, handed, late, owned, tags
 from forensics.probe.busy import FlushMarks
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.held import signals_held
 from forensics.probe.rank import RankTracker
-from forensics.probe.settings import Settings, process_tag
+from forensics.probe.settings import Settings
 from forensics.probe.thread_backend import (
     FLUSH_SECONDS,
     RING_WAIT_SECONDS,
@@ -109,7 +109,7 @@ class ProbeSession(FlushMarks):
         self._hold_folder()
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
-        self._tag = (os.getpid(), process_tag())
+        self._tag = (os.getpid(), tags.unclaimed(self))
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
@@ -149,7 +149,7 @@ class ProbeSession(FlushMarks):
         own, so its segments and events are never counted or read as this process's (a
         killed writer's "found" once counted a copy's records)."""
         if self._tag[0] != os.getpid():
-            self._tag = (os.getpid(), process_tag())
+            self._tag = (os.getpid(), tags.unclaimed(self))
         return self._tag[1]
 
     def _hold_folder(self) -> None:

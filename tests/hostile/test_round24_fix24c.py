@@ -65,3 +65,42 @@ def test_an_engine_exception_after_the_close_is_said(tmp_path: Path, writer: str
     said = ("forensics probe: event engine_exception (execute_model) came after the probe "
             "closed: it is in no capture")
     assert child.stderr.count(said) == 1, child.stderr[-3000:]
+
+
+# ------------------------------- T152b: a pid reused inside one capture
+#: a process given pid 4242 joins the capture argv[1] (argv[4]: its owner, none for the first,
+#: which makes it), records 2 (argv[5]: the batch's second position) and closes
+REUSED_PID = textwrap.dedent("""
+    os.getpid = lambda: 4242  # the pid of the process before (ended): a pid reused
+    from forensics.probe import plugin
+    from forensics.probe.settings import Settings
+
+    capture = Path(sys.argv[1])
+    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
+                                    flush_every=64, writer=sys.argv[3], owner=sys.argv[4]))
+    record_batch_changes(session, [[0, int(sys.argv[5])]] * 2)
+    plugin.stop()
+    print(session.settings.capture, session.settings.owner, session.process)
+""")
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_reused_pid_appends_to_no_earlier_processs_events(tmp_path: Path,
+                                                           writer: str) -> None:
+    """T152b: a process given the pid of an earlier process of the capture (ended) writes an
+    events file and segments of its own (``host-2-pid``), never appending to the earlier's: it
+    appended its ``probe_start`` and ``probe_stop`` to the earlier's events file."""
+    first = _child(REUSED_PID, str(tmp_path / "x.capture"), str(PROBE_TESTS), writer, "", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    capture, owner, tag = first.stdout.split()
+    later = _child(REUSED_PID, capture, str(PROBE_TESTS), writer, owner, "2")
+    assert later.returncode == 0, later.stderr[-3000:]
+    host, pid = tag.rsplit("-", 1)
+    assert pid == "4242" and later.stdout.split() == [capture, owner, f"{host}-2-4242"]
+    files = sorted(Path(capture).glob("events-*.jsonl"))
+    assert [path.name for path in files] == [f"events-{host}-2-4242.jsonl",
+                                             f"events-{tag}.jsonl"]
+    for path in files:
+        kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+        assert kinds == ["probe_start", "probe_stop"], path.name
+    assert len(list(Path(capture).glob(f"*.{host}-2-4242.*.arrows"))) == 1

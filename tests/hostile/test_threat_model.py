@@ -1758,6 +1758,8 @@ TESTS = {
               "test_redact_keeps_a_summary_record_s_least_value_at_most_its_greatest"],
     "T152a": ["tests/hostile/test_round24_fix24c.py::"
               "test_an_engine_exception_after_the_close_is_said"],
+    "T152b": ["tests/hostile/test_round24_fix24c.py::"
+              "test_a_reused_pid_appends_to_no_earlier_processs_events"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
