@@ -24,3 +24,19 @@ def said(session: Any, pending: Any, failed: bool) -> None:
                 "(its thread was inside a recorded call as the session closed): it is in no "
                 "capture, and the probe_stop, written at the close, does not count it",
                 pending.site, pending.step, pending.rank)
+
+
+def refused(session: Any, event: dict[str, Any]) -> bool:
+    """Whether ``event`` comes after ``session``'s close (checked where the writer takes it,
+    so that none is written after ``probe_stop``, which is written once the session closed)."""
+    return bool(session._closed) and event.get("kind") != "probe_stop"
+
+
+def event_said(kind: str, fields: dict[str, Any]) -> None:
+    """One log line naming an event ``kind`` that came after the probe closed: in no capture
+    (an engine's exception was written after ``probe_stop``, by a writer process started anew
+    for it, or dropped without a word)."""
+    where = f" ({fields['where']})" if "where" in fields else ""
+    LOG.warning("forensics probe: event %s%s came after the probe closed: it is in no "
+                "capture, and the probe_stop, written at the close, does not say it",
+                kind, where)

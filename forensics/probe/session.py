@@ -38,14 +38,14 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import forked, frames, handed, late, owned
+from forensics.probe import forked, frames, handed, late, owned, tags
 from forensics.probe.busy import FlushMarks
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
 from forensics.probe.guard import Violation, bounds_error, passed_on_message
 from forensics.probe.held import signals_held
 from forensics.probe.rank import RankTracker
-from forensics.probe.settings import Settings, process_tag
+from forensics.probe.settings import Settings
 from forensics.probe.thread_backend import (
     FLUSH_SECONDS,
     RING_WAIT_SECONDS,
@@ -109,7 +109,7 @@ class ProbeSession(FlushMarks):
         self._hold_folder()
         self.guard = settings.guard  #: guard mode (read at every recorded call)
         self.copier = copier or Copier()
-        self._tag = (os.getpid(), process_tag())
+        self._tag = (os.getpid(), tags.unclaimed(self))
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
@@ -149,7 +149,7 @@ class ProbeSession(FlushMarks):
         own, so its segments and events are never counted or read as this process's (a
         killed writer's "found" once counted a copy's records)."""
         if self._tag[0] != os.getpid():
-            self._tag = (os.getpid(), process_tag())
+            self._tag = (os.getpid(), tags.unclaimed(self))
         return self._tag[1]
 
     def _hold_folder(self) -> None:
@@ -350,12 +350,7 @@ class ProbeSession(FlushMarks):
     def engine_failed(self, exc: BaseException, where: str) -> None:
         """An exception left vLLM's ``where``: keep it as an event and flush; never raises."""
         try:
-            detail = error_text(exc)[:2000]
-            self.flush(wait=True)
-            with signals_held():  # a SIGTERM's close waits for the capture and the event
-                with self._lock:
-                    self.backend.open()
-                self._event("engine_exception", where=where, error=detail)
+            self._flushed_event("engine_exception", where=where, error=error_text(exc)[:2000])
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: flushing after %s failed: %s", where, inner)
@@ -364,14 +359,24 @@ class ProbeSession(FlushMarks):
         """Keep an event ``kind``, opening the capture for it if no record did yet (flushes
         what is queued first); never raises."""
         try:
-            self.flush(wait=True)
-            with signals_held():  # a SIGTERM's close waits for the capture and the event
-                with self._lock:
-                    self.backend.open()
-                self._event(kind, **fields)
+            self._flushed_event(kind, **fields)
         except Exception as inner:
             self._count("errors")
             LOG.warning("forensics probe: keeping a %s event failed: %s", kind, inner)
+
+    def _flushed_event(self, kind: str, **fields: Any) -> None:
+        """Flush (waiting), open the capture if need be and keep an event ``kind``; one that
+        comes after the close is said in the log (:mod:`~forensics.probe.late`), no writer
+        started for it."""
+        if not self._closed:
+            self.flush(wait=True)
+        with signals_held():  # a SIGTERM's close waits for the capture and the event
+            with self._lock:
+                if self._closed:
+                    return late.event_said(kind, fields)
+                self.backend.open()
+            if not self._event(kind, **fields) and self._closed:  # closed meanwhile
+                late.event_said(kind, fields)
 
     def violation(self, pending: PendingRecord, found: Violation) -> BaseException:
         """Guard finding: queue ``pending``, flush and wait, keep an event; return the error."""
@@ -516,6 +521,8 @@ class ProcessBackend:
             return False
         try:
             with self.session._lock:
+                if late.refused(self.session, event):
+                    return False
                 self.session.enter_framing()  # a recorder's dump on a signal waits (held.py)
                 try:
                     return channel.put_bytes(frames.blob(frames.EVENT, event)) \

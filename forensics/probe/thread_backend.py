@@ -14,6 +14,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from forensics.probe import late
 from forensics.probe.affinity import leave_engine_cores
 from forensics.probe.channel import Stall
 from forensics.probe.held import signals_held
@@ -126,6 +127,8 @@ class ThreadBackend:
         if not self._acquire(self._event_lock):
             return False
         try:
+            if late.refused(self.session, event):  # probe_stop written: never after it
+                return False
             self.writer.add_event(event)
             return True
         except Exception:

@@ -1787,6 +1787,10 @@ TESTS = {
               "test_a_kernel_worker_s_answer_line_that_is_no_answer_is_an_error_of_its_record",
               "tests/hostile/test_round24_fix24d.py::"
               "test_a_kernel_worker_whose_first_line_is_not_json_is_one_line_exit_2"],
+    "T152a": ["tests/hostile/test_round24_fix24c.py::"
+              "test_an_engine_exception_after_the_close_is_said"],
+    "T152b": ["tests/hostile/test_round24_fix24c.py::"
+              "test_a_reused_pid_appends_to_no_earlier_processs_events"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
