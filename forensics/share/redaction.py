@@ -80,6 +80,7 @@ from forensics.share.error_text import (
     public_error_text,
 )
 from forensics.share.evidence import Evidence, evidence_of, publish, reference
+from forensics.share.guard_echo import guard_echoes, said_value
 from forensics.share.shareable import (
     REQUEST_FIELDS,
     id_keys,
@@ -498,13 +499,24 @@ class Redactor:
     def _guard_text(self, event: dict[str, Any], public: dict[str, Any],
                     fields: dict[str, Any]) -> dict[str, str]:
         """A guard event's public text (its ``message``) saying its ``value`` as its field
-        does where the field was mapped or dropped (:func:`said_value`); nothing otherwise."""
-        value = event.get("value")
-        if (event.get("kind") not in GUARD_EVENT_KINDS or not plain_int(value)
-                or "events.value" in self.keep or fields.get("value") == value):
+        does where the field was mapped or dropped (:func:`said_value`); another event's, each
+        guard message it echoes (the guard's raise) saying its value so; nothing otherwise."""
+        value, texts = event.get("value"), {key: text for key, text in public.items()
+                                            if key in PUBLIC_ERROR_FIELDS and isinstance(text, str)}
+        if "events.value" in self.keep:
             return {}
-        return {key: said_value(text, event, fields.get("value")) for key, text in public.items()
-                if key in PUBLIC_ERROR_FIELDS and isinstance(text, str)}
+        if event.get("kind") not in GUARD_EVENT_KINDS:
+            return {key: self._echoed(text) for key, text in texts.items()}
+        if not plain_int(value) or fields.get("value") == value:
+            return {}
+        return {key: said_value(text, event, fields.get("value")) for key, text in texts.items()}
+
+    def _echoed(self, text: str) -> str:
+        """``text`` with the value of each guard message in it said as its event would say it."""
+        for said in guard_echoes(text):
+            if (shown := self._guard_value(said, said["value"])) != said["value"]:
+                text = said_value(text, said, shown)
+        return text
 
     def _guard_value(self, event: dict[str, Any], value: int) -> int | None:
         """A guard event's value as the records' redaction maps it: permuted in one of its
@@ -532,36 +544,6 @@ class Redactor:
 _WORD = re.compile(r"\w")
 #: a tensor a guard event names: ``NAME``, ``out.NAME``, with an element (``[5]``) or not
 _ELEMENT = re.compile(r"(?P<name>[\w.]{1,100})(?:\[\d{1,20}\])?")
-
-
-#: the words before a number in the guard's message naming the event's field that holds it
-_GUARD_LABELS = {"step ": "step", "rank ": "rank", "row ": "row", "(bound ": "bound"}
-
-
-def said_value(text: str, event: dict[str, Any], shown: int | None) -> str:
-    """``text`` with each number standing alone that is the guard event's ``value`` said as
-    its field says it: after ``value ``, the mapped value (``<value>`` where it was dropped);
-    after a word naming another field of the event that holds the same number (``row 5``,
-    ``[0, 5)`` of its bound), kept; anywhere else ``<value>``: no unmapped id is left."""
-    value = event["value"]
-    placeholder = "<value>" if shown is None else str(shown)
-
-    def said(found: re.Match[str]) -> str:
-        before = text[max(0, found.start() - 8):found.start()]
-        if before.endswith("value "):
-            return placeholder
-        bound = before.endswith(", ") and text.startswith(")", found.end())  # [0, BOUND)
-        if bound and _same(event.get("bound"), value) or any(
-                before.endswith(word) and _same(event.get(key), value)
-                for word, key in _GUARD_LABELS.items()):
-            return found.group()
-        return "<value>"
-    return re.sub(rf"(?<![\w.\-]){re.escape(str(value))}(?!\w|\.\d)", said, text)
-
-
-def _same(field: object, value: int) -> bool:
-    """Whether an event's ``field`` is the integer ``value`` (no boolean)."""
-    return plain_int(field) and field == value
 
 
 #: the most distinct lengths of request ids whose error text :class:`IdFinder` searches (real

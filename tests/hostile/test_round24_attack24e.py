@@ -1,0 +1,51 @@
+"""Round 24 of hostile input, attack 24e: the sentences this round added, read against what the
+capture holds (the guard's message echoed in the engine's exception)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+# ------------------------------ T155a: the guard's raise keeps no real id in the engine's exception
+
+
+def _raised(tmp_path: Path, tensor: str) -> Path:
+    """A simulated clean capture whose guard raised on ``tensor`` = 1234 at embedding (bound
+    4), the engine's exception holding the guard's message as the probe keeps it."""
+    capture = tmp_path / "raised.capture"
+    assert __import__("forensics.cli", fromlist=["main"]).main(
+        ["simulate", "clean", "-o", str(capture), "--steps", "4"]) == 0
+    message = (f"forensics guard: site 'embedding' step 3 rank 0 row 2: {tensor} value 1234 is "
+               "outside [0, 4) (bound 4); records up to this call are in /x/c.capture; run "
+               "`forensics replay /x/c.capture` to trace it")
+    events = [{"kind": "guard_violation", "process": "w0", "rank": 0, "step": 3,
+               "site": "embedding", "row": 2, "tensor": tensor, "value": 1234, "bound": 4,
+               "message": message},
+              {"kind": "engine_exception", "process": "w0", "rank": 0, "step": 3,
+               "where": "execute_model", "error": f"IndexBoundsError: {message}"},
+              {"kind": "probe_stop", "process": "w0", "rank": 0, "step": 4}]
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+@pytest.mark.parametrize("tensor", ["input_ids", "unnamed_tensor"])
+def test_the_engine_s_exception_says_the_guard_s_value_as_its_event_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tensor: str) -> None:
+    """The guard raised on input_ids = 1234 (bound 4): redact mapped the guard event's value
+    and its message's, but the engine's exception the raise left (engine_exception's error,
+    the same message) kept "input_ids value 1234", the real id beside its mapping. It says
+    the value as the guard event does: mapped, or ``<value>`` where the event's value went."""
+    out = tmp_path / "shared.capture"
+    code, _, err = run_cli(capsys, "redact", _raised(tmp_path, tensor), "-o", out)
+    assert code == 0, err
+    guard, raised = [json.loads(line) for line in
+                     (out / "events-w0.jsonl").read_text().splitlines()[:2]]
+    assert "1234" not in raised["error"], raised
+    shown = guard.get("value", "<value>")
+    assert shown != 1234
+    assert f"{tensor} value {shown} is outside [0, 4) (bound 4)" in raised["error"], raised
+    assert raised["error"] == f"IndexBoundsError: {guard['message']}"
