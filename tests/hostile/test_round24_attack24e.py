@@ -49,3 +49,26 @@ def test_the_engine_s_exception_says_the_guard_s_value_as_its_event_does(
     assert shown != 1234
     assert f"{tensor} value {shown} is outside [0, 4) (bound 4)" in raised["error"], raised
     assert raised["error"] == f"IndexBoundsError: {guard['message']}"
+
+
+# ------------------------------ T155b: a histogram of row indices draws no token id's sentinel
+
+
+def test_a_histogram_of_row_indices_draws_no_rejection_sentinel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The histogram of a simulated capture's batch_change (row indices 0 to 8, no token id)
+    drew "vocab_size = 32000: rejection sentinel", the vocabulary its manifest names, on its
+    axis of row indices, the axis widened to reach it. A site holding no token id draws no
+    sentinel of a vocabulary; one holding token ids draws the manifest's as before."""
+    import forensics
+    from forensics.present.scene.histogram import histogram_data
+
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "4")
+    assert code == 0, err
+    result = forensics.replay(capture, ["upstream"])
+    rows = histogram_data(result, "batch_change", "upstream")
+    assert [label for _, label, _ in rows.sentinels] == ["−1: async placeholder / new row"]
+    assert rows.axis.window == 32
+    ids = histogram_data(result, "embedding", "upstream")
+    assert "vocab_size = 32000: rejection sentinel" in [label for _, label, _ in ids.sentinels]

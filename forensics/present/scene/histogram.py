@@ -86,13 +86,17 @@ def named_vocab(result: Any) -> int | None:
     return read_fact(manifest or {}, VOCAB)[0]
 
 
-def _guess_vocab_size(site: str, frame: pd.DataFrame) -> int | None:
-    """The most common bound of the token-id tensors in ``frame`` (None without any)."""
+def _vocab_of(result: Any, site: str, frame: pd.DataFrame) -> int | None:
+    """The vocabulary whose rejection sentinel a histogram of ``frame`` draws: the one the
+    manifest names (:func:`named_vocab`), else the most common bound of its token-id
+    tensors; None where it holds none (row indices, positions: no token id is drawn)."""
     if not len(frame):
         return None
     ids = frame[[is_id_tensor(site, str(t)) for t in frame["tensor"]]]
     uppers = ids["upper"].dropna()
-    return int(uppers.mode().iloc[0]) if len(uppers) else None
+    if not len(ids):
+        return None
+    return named_vocab(result) or (int(uppers.mode().iloc[0]) if len(uppers) else None)
 
 
 def _exact(values: Any) -> np.ndarray:
@@ -249,8 +253,7 @@ def histogram_data(result: Any, site: str | None = None, variant: str | None = N
     site = chosen_site(result, site, variant)
     frame, inside, outside, drawn, omitted, settled, summaries = _histogram_data(
         result, site, variant, tensor)
-    vocab = vocab_size if vocab_size is not None else (
-        named_vocab(result) or _guess_vocab_size(site, frame))
+    vocab = vocab_size if vocab_size is not None else _vocab_of(result, site, frame)
     lower, upper = _range_of(frame)
     laid = _laid_out(lower, upper, outside)
     if vocab is not None:  # past MAX_WINDOW the sentinel is not drawn (it is in no window)
