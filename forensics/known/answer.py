@@ -398,6 +398,17 @@ def ran_none(baseline: str, result: ReplayResult) -> str:
     return f"the {spanless(baseline)} replay runs none of its {len(records)} record(s){why}"
 
 
+def _guard_step(evidence: Evidence) -> str:
+    """The experiment for a bad index at a recorded site: guard mode, or, where the probe's
+    guard already raised in this run (a ``guard_violation`` event), that event to read."""
+    if not any(e.get("kind") == "guard_violation" for e in evidence.events):
+        return ("A bad index used at one of the recorded sites: rerun with the probe in guard "
+                "mode, which raises where an index is about to be used out of range.")
+    return ("A bad index used at one of the recorded sites: the capture's guard_violation "
+            "event says the probe's guard already raised in guard mode (its claim of a site, "
+            "tensor and value, which no replay of the records finds); read that event.")
+
+
 def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) -> list[str]:
     """What an unexplained crash points to, each with the experiment that tells."""
     steps = [
@@ -405,8 +416,7 @@ def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) 
         "--no-async-scheduling (an A/B on the same load), and once with "
         "CUDA_LAUNCH_BLOCKING=1; a crash that vanishes under either is a race, not an index "
         "value.",
-        "A bad index used at one of the recorded sites: rerun with the probe in guard mode, "
-        "which raises where an index is about to be used out of range.",
+        _guard_step(evidence),
     ]
     crash_steps = {int(e["step"]) for e in evidence.events
                    if isinstance(e.get("step"), int)}

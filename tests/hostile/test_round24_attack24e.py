@@ -72,3 +72,30 @@ def test_a_histogram_of_row_indices_draws_no_rejection_sentinel(
     assert rows.axis.window == 32
     ids = histogram_data(result, "embedding", "upstream")
     assert "vocab_size = 32000: rejection sentinel" in [label for _, label, _ in ids.sentinels]
+
+
+# ------------------------------ T155c: the next steps do not ask for the guard that already raised
+
+
+def test_the_next_steps_of_a_guard_s_raise_do_not_ask_to_rerun_in_guard_mode(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A clean capture whose events hold the guard's guard_violation (prev_positions = 9 at
+    batch_change, which its records do not show) was concluded "Not explained" with the next
+    step "rerun with the probe in guard mode, which raises where an index is about to be used
+    out of range": the guard had raised in that run. The step says the capture's event claims
+    so and to read it; without a guard_violation, guard mode is asked for as before."""
+    from test_round23_fix23a import _guarded
+
+    capture = _guarded(tmp_path)
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "rerun with the probe in guard mode" not in said, said
+    assert ("the capture's guard_violation event says the probe's guard already raised in guard "
+            "mode (its claim of a site, tensor and value, which no replay of the records finds); "
+            "read that event.") in said, said
+    events = capture / "events-w0.jsonl"
+    events.write_text(events.read_text().replace('"guard_violation"', '"engine_exception"'))
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    assert "rerun with the probe in guard mode, which raises" in " ".join(out.split()), out

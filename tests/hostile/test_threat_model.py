@@ -1795,6 +1795,8 @@ TESTS = {
               "test_the_engine_s_exception_says_the_guard_s_value_as_its_event_does"],
     "T155b": ["tests/hostile/test_round24_attack24e.py::"
               "test_a_histogram_of_row_indices_draws_no_rejection_sentinel"],
+    "T155c": ["tests/hostile/test_round24_attack24e.py::"
+              "test_the_next_steps_of_a_guard_s_raise_do_not_ask_to_rerun_in_guard_mode"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
