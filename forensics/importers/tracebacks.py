@@ -7,8 +7,9 @@ direct cause ...`` link into the next traceback. vLLM logs a traceback with its 
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
 the lines of its own prefix; a line of another prefix, or of none (another process's plain
 stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writes each line by
-itself), its next line goes on with it, and
-a line of its prefix that is not its own ends it; a traceback logged at a level
+itself), its next line goes on with it (a chain of no prefix, plain stderr's, is paused so by a
+prefixed line while it is in its frames or at a link, and ended by one once its exception is
+read), and a line of its prefix that is not its own ends it; a traceback logged at a level
 that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
 traceback without a link.
@@ -123,12 +124,12 @@ class Chains:
         failing together cut into events of their lines ("5 crash event(s)" of 2)."""
         if tag == self.tag and self.event is not None:
             return
-        if self.event is not None and self.tag:
+        if self.event is not None and (self.tag or self.in_frames or self.linked):
             self.paused[self.tag] = tuple(getattr(self, name) for name in STATE)
             if len(self.paused) > MAX_PAUSED:
                 del self.paused[next(iter(self.paused))]
-            self.event = None
-        resumed = self.paused.pop(tag, None) if tag else None
+        self.event = None
+        resumed = self.paused.pop(tag, None)
         if resumed is not None:
             for name, value in zip(STATE, resumed, strict=True):
                 setattr(self, name, value)

@@ -45,3 +45,45 @@ def test_an_ok_answer_whose_outputs_cannot_be_read_is_an_error_no_value_explains
     assert message.startswith("the Triton interpreter's process answered ok, but the outputs "
                               "file it named could not be read ("), message
     assert message.endswith("): not explained by the values"), message
+
+
+# ------ T154b: a plain-stderr traceback interleaved with a worker's prefixed one keeps its lines
+
+#: a traceback as a process writes it to stderr (no vLLM prefix)
+PLAIN = ["Traceback (most recent call last):",
+         '  File "/v/vllm/v1/worker/gpu_worker.py", line 9, in run',
+         "    self.model_runner.execute_model()",
+         "RuntimeError: the plain process's crash"]
+#: a tensor-parallel worker's traceback as vLLM logs it, each line with the worker's prefix
+WORKER = [f"(Worker_TP0 pid=100) ERROR 12-02 10:46:44 [multiproc.py:9] {line}" for line in
+          ["Traceback (most recent call last):",
+           '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 3575, in execute_model',
+           "    self.prepare_inputs_event.synchronize()",
+           "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]]
+
+
+def _crashes(tmp_path: Path, lines: list[str]) -> list[tuple[object, ...]]:
+    """The events ``import`` reads of a log of ``lines``: (kind, exception, location), sorted."""
+    from forensics.importers import read_source
+
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    return sorted(((e["kind"], e.get("exception"), e.get("location"))
+                  for e in read_source(log).events), key=str)
+
+
+def test_a_plain_traceback_interleaved_with_a_prefixed_one_keeps_its_exception(
+        tmp_path: Path) -> None:
+    """A process's plain stderr traceback and a worker's prefixed one, interleaved line by line:
+    two crash events, each with its exception and frame, as written one after the other. The
+    plain chain ended at the worker's first line: an engine_exception of no exception nor
+    frame, its exception line read as no chain's."""
+    apart = _crashes(tmp_path, [*PLAIN, *WORKER])
+    assert [(kind, exception) for kind, exception, _ in apart] == [
+        ("engine_exception", PLAIN[-1]), ("illegal_memory_access", WORKER[-1].split("] ")[1])]
+    for first, second in ((PLAIN, WORKER), (WORKER, PLAIN)):
+        mixed = [line for pair in zip(first, second, strict=True) for line in pair]
+        assert _crashes(tmp_path, mixed) == apart, mixed
+    # the plain chain's exception read, a prefixed line after it ends it as before
+    assert _crashes(tmp_path, [*PLAIN, WORKER[0], *PLAIN]) == _crashes(
+        tmp_path, [*PLAIN, *PLAIN, WORKER[0]])
