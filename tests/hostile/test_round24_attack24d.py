@@ -87,3 +87,30 @@ def test_a_plain_traceback_interleaved_with_a_prefixed_one_keeps_its_exception(
     # the plain chain's exception read, a prefixed line after it ends it as before
     assert _crashes(tmp_path, [*PLAIN, WORKER[0], *PLAIN]) == _crashes(
         tmp_path, [*PLAIN, *PLAIN, WORKER[0]])
+
+
+# ------- T154c: a traceback dropped from the paused chains says so, its later lines no crash
+
+
+def test_more_interleaved_tracebacks_than_are_kept_open_are_one_crash_each(
+        tmp_path: Path) -> None:
+    """300 workers' tracebacks interleaved line by line (more than the 256 chains kept open):
+    300 crash events, one per worker; those dropped say their later lines were not read. Each
+    dropped chain's later lines were read as no chain's, its exception line a crash event of
+    its own: 301 events of 300 crashes, 45 of them of no exception."""
+    from forensics.importers import read_source
+    from forensics.importers.tracebacks import MAX_PAUSED
+
+    lines = [WORKER[i].replace("TP0 pid=100", f"TP{r} pid={1000 + r}")
+             for i in range(len(WORKER)) for r in range(300)]
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    events = read_source(log).events
+    assert len(events) == 300 and len({e["first_line"] for e in events}) == 300, len(events)
+    read = [e for e in events if e.get("exception")]
+    assert len(read) == MAX_PAUSED and all(e["kind"] == "illegal_memory_access" for e in read)
+    dropped = [e for e in events if not e.get("exception")]
+    assert len(dropped) == 300 - MAX_PAUSED
+    assert all(e["message"].endswith(
+        f"(its lines after line {e['first_line']} were not read: more than {MAX_PAUSED} other "
+        "tracebacks were open at once)") for e in dropped), dropped[0]

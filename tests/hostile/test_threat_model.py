@@ -1795,6 +1795,8 @@ TESTS = {
               "test_an_ok_answer_whose_outputs_cannot_be_read_is_an_error_no_value_explains"],
     "T154b": ["tests/hostile/test_round24_attack24d.py::"
               "test_a_plain_traceback_interleaved_with_a_prefixed_one_keeps_its_exception"],
+    "T154c": ["tests/hostile/test_round24_attack24d.py::"
+              "test_more_interleaved_tracebacks_than_are_kept_open_are_one_crash_each"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
