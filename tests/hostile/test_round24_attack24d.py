@@ -114,3 +114,54 @@ def test_more_interleaved_tracebacks_than_are_kept_open_are_one_crash_each(
     assert all(e["message"].endswith(
         f"(its lines after line {e['first_line']} were not read: more than {MAX_PAUSED} other "
         "tracebacks were open at once)") for e in dropped), dropped[0]
+
+
+# -------- T154d: a kernels replay worker's line that is no answer is said so, never a crash
+
+#: a stand-in for the kernel sanitizer's replay worker (no vLLM): ready, then each launch
+#: replayed with nothing found, a launch of step 1 answered with the line ``BAD`` names
+NO_ANSWER_WORKER = """
+import json, os, sys
+print(json.dumps({"ready": True, "note": ""}), flush=True)
+for line in sys.stdin:
+    if json.loads(line).get("step") == 1:
+        print(os.environ["FORENSICS_TEST_BAD"], flush=True)
+        continue
+    print(json.dumps({"status": "replayed", "reason": "", "accesses": [], "overflows": [],
+                      "differs": []}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("line", ["not json", '{"status": "replayed", "accesses": "x"}',
+                                  '{"a":' * 5000 + "1" + "}" * 5000, '{"status": "?"}',
+                                  '{"status": "replayed", "more": [{}]}'])
+def test_a_kernels_replay_worker_s_line_that_is_no_answer_is_said_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        line: str) -> None:
+    """``forensics kernels``: a replay worker's line that is not an answer said 'the replay
+    crashed the interpreter's process' (not JSON), ended the command in an internal error
+    (an AttributeError of findings not a list, a RecursionError of a deep line) or gave a
+    launch of no reason (a status it never gives). That launch is not replayable, saying the
+    line is no answer; the worker ended, the launches after it run in a new one."""
+    import json
+    import sys
+
+    from test_round4_kernels import KERNEL, MODULE, launch
+    from test_round4_kernels import write_capture as write_events
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    capture = write_events(tmp_path / "bad.capture", [launch(step) for step in range(3)])
+    monkeypatch.setenv("FORENSICS_TEST_BAD", line)
+    monkeypatch.setattr(sanitizer.Worker, "command",
+                        lambda self: [sys.executable, "-P", "-c", NO_ANSWER_WORKER])
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    code = main(["kernels", str(capture), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert [(r["step"], r["status"], r["reason"]) for r in out["launches"]] == [
+        (0, "replayed", ""), (1, "not_replayable", sanitizer.NOT_AN_ANSWER),
+        (2, "replayed", "")], out
+    assert sanitizer.NOT_AN_ANSWER.startswith("the replay worker answered a line that is not "
+                                              "an answer (cut off")
