@@ -7,8 +7,9 @@ direct cause ...`` link into the next traceback. vLLM logs a traceback with its 
 (``(EngineCore_DP0 pid=1) ERROR 12-02 10:46:44 [core.py:866] ``) on every line: a chain holds
 the lines of its own prefix; a line of another prefix, or of none (another process's plain
 stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writes each line by
-itself), its next line goes on with it, and
-a line of its prefix that is not its own ends it; a traceback logged at a level
+itself), its next line goes on with it (a chain of no prefix, plain stderr's, is paused so by a
+prefixed line while it is in its frames or at a link, and ended by one once its exception is
+read), and a line of its prefix that is not its own ends it; a traceback logged at a level
 that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
 stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
 traceback without a link.
@@ -59,7 +60,8 @@ REPORTS = {"engine_dead": "engine_dead", "process_died": "died"}
 MORE_REPORTS = 16
 #: the chains of other log prefixes kept open while another prefix's lines come (vLLM writes
 #: each process's lines one by one: the tracebacks of tensor-parallel workers failing together
-#: interleave), the latest kept: an engine's processes, a few
+#: interleave), the latest kept: an engine's processes, a few (one dropped says so:
+#: :meth:`Chains._drop`)
 MAX_PAUSED = 256
 #: the state of one open chain (:class:`Chains`' attributes of that name)
 STATE = ("event", "holder", "tag", "in_frames", "linked", "root", "own_frames")
@@ -95,6 +97,8 @@ class Chains:
         #: log prefix -> the state (:data:`STATE`) of its chain, open while a line of another
         #: prefix came: its next line of that prefix goes on with it
         self.paused: dict[str, tuple[Any, ...]] = {}
+        #: the prefixes whose paused chains were dropped (:meth:`_drop`; one per event at most)
+        self.dropped: set[str] = set()
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
@@ -108,6 +112,9 @@ class Chains:
             self._cut(number, cut)
             return True
         self.event = None
+        if tag in self.dropped and not body.strip().startswith(TRACEBACK):
+            return True  # a line of a chain dropped from the paused ones (:meth:`_drop`)
+        self.dropped.discard(tag)
         if body.strip().startswith(TRACEBACK) and (prefix is None
                                                   or prefix["level"] in CRASH_LEVELS):
             self._open(number, text, tag, step)
@@ -123,15 +130,26 @@ class Chains:
         failing together cut into events of their lines ("5 crash event(s)" of 2)."""
         if tag == self.tag and self.event is not None:
             return
-        if self.event is not None and self.tag:
+        if self.event is not None and (self.tag or self.in_frames or self.linked):
             self.paused[self.tag] = tuple(getattr(self, name) for name in STATE)
             if len(self.paused) > MAX_PAUSED:
-                del self.paused[next(iter(self.paused))]
-            self.event = None
-        resumed = self.paused.pop(tag, None) if tag else None
+                self._drop(next(iter(self.paused)))
+        self.event = None
+        resumed = self.paused.pop(tag, None)
         if resumed is not None:
             for name, value in zip(STATE, resumed, strict=True):
                 setattr(self, name, value)
+
+    def _drop(self, tag: str) -> None:
+        """Drop the paused chain of ``tag`` (:data:`MAX_PAUSED` others opened since): its event
+        says its later lines were not read, and they are read as no one's (until a new
+        traceback of ``tag``); each was an event of its own, its exception line a crash."""
+        holder = self.paused.pop(tag)[STATE.index("holder")]
+        self.dropped.add(tag)
+        if holder is not None and "unread" not in holder:
+            holder["unread"] = (f"its lines after line {holder['last_line']} were not read: "
+                                f"more than {MAX_PAUSED} other tracebacks were open at once")
+            holder["message"] = f"{holder.get('message') or ''} ({holder['unread']})"
 
     def _cut(self, number: int, cut: bool) -> None:
         """Say on the event the chain's lines belong to that line ``number`` was cut (the

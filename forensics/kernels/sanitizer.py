@@ -141,12 +141,12 @@ class Worker:
         seconds = min(child_deadline(), max(most - (time.monotonic() - begun), 0.0))
         line = self.lines.next(seconds)
         answer = _json(line or "")
-        if not answer:
+        if not _is_answer(answer):
             self.stop()
             clock = running_clock()
             if line is None and seconds >= child_deadline() and clock is not None:
                 clock.timed_out()  # the last few end the clock: no more launches run
-            why = timed_out(seconds) if line is None else \
+            why = timed_out(seconds) if line is None else NOT_AN_ANSWER if line else \
                 "the replay crashed the interpreter's process"
             return {"status": "not_replayable", "reason": why}
         return answer
@@ -169,12 +169,32 @@ class Worker:
 
 
 def _json(line: str) -> dict[str, Any]:
-    """The JSON object of one worker line, or {} (nothing, or not an object)."""
+    """The JSON object of one worker line, or {} (nothing, not JSON, too deep, no object)."""
     try:
         answer = json.loads(line) if line.startswith("{") else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return answer if isinstance(answer, dict) else {}
+
+
+#: the reason of a launch whose worker's line is no answer (cut off, or not of its shape)
+NOT_AN_ANSWER = ("the replay worker answered a line that is not an answer (cut off, or not a "
+                 "JSON object of a status, a reason and lists of findings): not explained by "
+                 "the launch's values")
+#: the keys of the more programs' entry of an answer's access
+_MORE_KEYS = ("programs", "count", "listed")
+
+
+def _is_answer(answer: dict[str, Any]) -> bool:
+    """Whether ``answer`` is of an answer's shape: its status, a reason, lists of objects."""
+    if answer.get("status") not in ("replayed", "not_replayable") or not isinstance(
+            answer.get("reason", ""), str):
+        return False
+    lists = [answer.get(key, []) for key in ("accesses", "overflows", "differs", "more")]
+    if not all(isinstance(found, list) and all(isinstance(f, dict) for f in found)
+               for found in lists):
+        return False
+    return all(key in more for more in lists[3] for key in _MORE_KEYS)
 
 
 def _base(launch: Launch, kind: str) -> dict[str, Any]:

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -313,12 +314,33 @@ def _answer(line: str) -> dict[str, Any] | None:
 def _outcome(answer: dict[str, Any], request: dict[str, str]) -> Outcome:
     """The Outcome of one answer (its files removed)."""
     produced: dict[str, Any] = {}
+    unread = ""
     if answer["status"] == OK:
-        with np.load(answer["outputs"], allow_pickle=False) as data:
-            produced = {name: data[name] for name in data.files}
+        try:
+            produced = _outputs(answer["outputs"], request["outputs"])
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            unread = f"{type(error).__name__}: {error}"
     for path in (request["inputs"], request["outputs"]):
         Path(path).unlink(missing_ok=True)
+    if unread:
+        return Outcome(ERROR, f"the Triton interpreter's process answered ok, but the outputs "
+                       f"file it named could not be read ({unread[:300]}): not explained by "
+                       "the values")
     return Outcome(answer["status"], answer["message"], produced)
+
+
+def _outputs(named: str, asked: str) -> dict[str, Any]:
+    """The arrays of the outputs file an ``ok`` answer ``named``, which must be the one its
+    request ``asked`` for.
+
+    Raises:
+        OSError, ValueError, EOFError, zipfile.BadZipFile: the file is another, missing or not
+            an ``.npz`` of plain arrays.
+    """
+    if named != asked:
+        raise ValueError(f"it named {named[:200]!r}, not the file its request gave")
+    with np.load(named, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
 
 
 def _death(process: subprocess.Popen[str]) -> Outcome:

@@ -1797,6 +1797,14 @@ TESTS = {
               "test_a_histogram_of_row_indices_draws_no_rejection_sentinel"],
     "T155c": ["tests/hostile/test_round24_attack24e.py::"
               "test_the_next_steps_of_a_guard_s_raise_do_not_ask_to_rerun_in_guard_mode"],
+    "T154a": ["tests/hostile/test_round24_attack24d.py::"
+              "test_an_ok_answer_whose_outputs_cannot_be_read_is_an_error_no_value_explains"],
+    "T154b": ["tests/hostile/test_round24_attack24d.py::"
+              "test_a_plain_traceback_interleaved_with_a_prefixed_one_keeps_its_exception"],
+    "T154c": ["tests/hostile/test_round24_attack24d.py::"
+              "test_more_interleaved_tracebacks_than_are_kept_open_are_one_crash_each"],
+    "T154d": ["tests/hostile/test_round24_attack24d.py::"
+              "test_a_kernels_replay_worker_s_line_that_is_no_answer_is_said_so"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
