@@ -21,25 +21,12 @@ def test_an_ok_answer_whose_outputs_cannot_be_read_is_an_error_no_value_explains
     that is missing, no ``.npz``, or not the one its request gave made the record 'error:
     FileNotFoundError: ...' (a ValueError, an IsADirectoryError) as if vLLM raised it; it is an
     error no value explains, naming the file's fault, and the records after it run on."""
-    import sys
+    from test_round3_caps import replayed_with_worker
 
-    from test_round3_caps import post
-
-    from forensics.replaying import replay
-    from forensics.store.writer import write_capture
-    from forensics.variants import triton_kernels
-
-    capture = write_capture(tmp_path / "ok.capture", [post(0), post(1), post(2)])
     monkeypatch.setenv("FORENSICS_TEST_OK_OUTPUTS", named)
     if text is not None:
         monkeypatch.setenv("FORENSICS_TEST_OK_BYTES", text)
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, str(OK_ANSWER_WORKER)])
-    triton_kernels.close_worker()
-    try:
-        rows = replay(capture, variants=["vllm"]).outcomes.sort_values("step")
-    finally:
-        triton_kernels.close_worker()
+    rows = replayed_with_worker(tmp_path, monkeypatch, OK_ANSWER_WORKER)
     assert rows["status"].tolist() == ["index_error", "error", "index_error"], rows
     message = rows["message"].tolist()[1]
     assert message.startswith("the Triton interpreter's process answered ok, but the outputs "

@@ -102,23 +102,10 @@ def test_a_kernel_worker_s_answer_line_that_is_no_answer_is_an_error_of_its_reco
     JSON, or no answer) stopped the replay with a JSONDecodeError's traceback (or a KeyError's).
     That record's outcome is an error no value explains, as a worker that died; the worker is
     ended and the records after it run in a new one."""
-    import sys
+    from test_round3_caps import replayed_with_worker
 
-    from test_round3_caps import post
-
-    from forensics.replaying import replay
-    from forensics.store.writer import write_capture
-    from forensics.variants import triton_kernels
-
-    capture = write_capture(tmp_path / "bad.capture", [post(0), post(1), post(2)])
     monkeypatch.setenv("FORENSICS_TEST_BAD_ANSWER", line)
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: [sys.executable, str(BAD_ANSWER_WORKER)])
-    triton_kernels.close_worker()
-    try:
-        rows = replay(capture, variants=["vllm"]).outcomes.sort_values("step")
-    finally:
-        triton_kernels.close_worker()
+    rows = replayed_with_worker(tmp_path, monkeypatch, BAD_ANSWER_WORKER)
     assert rows["status"].tolist() == ["index_error", "error", "index_error"], rows
     assert rows["message"].tolist()[1] == (
         "the Triton interpreter's process answered a line that is not an answer (cut off, or "

@@ -131,6 +131,23 @@ def with_kernel_worker(monkeypatch: pytest.MonkeyPatch, command: list[str],
         triton_kernels.close_worker()
 
 
+def replayed_with_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: Path) -> Any:
+    """The vllm variant's outcomes, by step, of three ``post`` records replayed with the V2
+    kernel worker's command line running the script ``worker`` (the shared worker ended
+    before and after)."""
+    from forensics.replaying import replay
+    from forensics.variants import triton_kernels
+
+    capture = write_capture(tmp_path / "worker.capture", [post(0), post(1), post(2)])
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: [sys.executable, str(worker)])
+    triton_kernels.close_worker()
+    try:
+        return replay(capture, variants=["vllm"]).outcomes.sort_values("step")
+    finally:
+        triton_kernels.close_worker()
+
+
 def test_a_stuck_kernel_worker_times_out_and_the_replay_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:
