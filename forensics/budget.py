@@ -20,8 +20,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -145,24 +145,58 @@ def timed_out(seconds: float) -> str:
     return f"timed out after {seconds:g} s"
 
 
+#: what :func:`waiting` tells, in this process, of each wait for a child's answer
+_WAIT_WATCHERS: list[Callable[[float], None]] = []
+
+
+def waiting(seconds: float) -> None:
+    """Tell what watches this process's progress (a report's notebook cell: its deadline,
+    in the cell and in the process that runs the notebook) that a wait of at most ``seconds``
+    for a child's answer begins: the child's deadline ends it, so the watcher's must not
+    end first (it was one child deadline for a whole cell of a replay's waits)."""
+    for watch in tuple(_WAIT_WATCHERS):
+        watch(seconds)
+
+
 @contextmanager
-def alarm_deadline(seconds: float) -> Iterator[None]:
+def watching_waits(watch: Callable[[float], None]) -> Iterator[None]:
+    """Call ``watch(seconds)`` for each :func:`waiting` in the block."""
+    _WAIT_WATCHERS.append(watch)
+    try:
+        yield
+    finally:
+        _WAIT_WATCHERS.remove(watch)
+
+
+@contextmanager
+def alarm_deadline(seconds: float, past_waits: bool = False) -> Iterator[None]:
     """Raise DeadlineError (:func:`timed_out`) in the block once it runs ``seconds``
-    (``SIGALRM``); an alarm set around the block goes on after it, less the time the block
-    took. Only on the main thread of a system with ``setitimer``; elsewhere the block runs
-    without one."""
+    (``SIGALRM``); ``past_waits``: each wait for a child's answer the block begins
+    (:func:`waiting`) puts the alarm off to ``seconds`` past that wait's own deadline, when it
+    would ring sooner (the error then says how long the block ran). An alarm set around the
+    block goes on after it, less the time the block took. Only on the main thread of a
+    system with ``setitimer``; elsewhere the block runs without one."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(
             signal, "setitimer"):
         yield
         return
+    began, put_off = time.monotonic(), [False]
 
     def expire(signum: int, frame: Any) -> None:
-        raise DeadlineError(timed_out(seconds))
+        ran = time.monotonic() - began
+        raise DeadlineError(timed_out(round(ran, 1) if put_off[0] else seconds))
+
+    def later(wait: float) -> None:
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        if 0 < left < wait + seconds and threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, wait + seconds)
+            put_off[0] = True
 
     previous = signal.signal(signal.SIGALRM, expire)
-    outer, began = signal.setitimer(signal.ITIMER_REAL, seconds), time.monotonic()
+    outer = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        with watching_waits(later) if past_waits else nullcontext():
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -186,7 +186,7 @@ def _run_cell(shell: Any, source: str, number: int) -> list[Any]:
     from IPython.utils.capture import capture_output
 
     with capture_output(stdout=True, stderr=True, display=True) as captured:
-        with alarm_deadline(child_deadline()):
+        with alarm_deadline(child_deadline(), past_waits=True):
             result = shell.run_cell(source, store_history=True)
         _show_figures()
     error = result.error_before_exec or result.error_in_exec

@@ -6,7 +6,9 @@ notebook_exec`), in a child forked from the calling process (so nothing is impor
 The child says which cell it starts before running it (a heartbeat) and sends the executed
 notebook back as JSON (never pickle) over a pipe. The caller waits for each answer at most
 ``FORENSICS_CHILD_TIMEOUT`` seconds (:func:`forensics.budget.child_deadline`) plus
-:data:`GRACE`: a cell stuck where no signal handler runs (C code, signals blocked) is ended
+:data:`GRACE`, or, past a wait for a child's answer the cell says it began (a heartbeat:
+:func:`forensics.budget.waiting`, the kernel worker's), that long past the wait's own deadline:
+a cell stuck where no signal handler runs (C code, signals blocked) is ended
 from outside with ``SIGKILL`` to the child's whole process group (the processes a cell started
 too), and reported as ``timed out after N s``. The same group is killed whenever the caller
 stops waiting: an error, ``SIGINT`` (``KeyboardInterrupt``), ``SIGTERM`` or ``SIGHUP`` (each
@@ -29,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from forensics.budget import child_deadline, timed_out
+from forensics.budget import child_deadline, timed_out, watching_waits
 from forensics.errors import DeadlineError
 from forensics.libc import libc_function
 from forensics.present.notebook_exec import CellError, as_node, execute
@@ -142,11 +144,13 @@ def _answer(reader: int, seconds: float) -> tuple[dict[str, Any] | None, int]:
             (of the fork for the first cell: at least :data:`START`).
     """
     pending, cell = bytearray(), 0
-    limit = time.monotonic() + max(seconds, START) + GRACE
+    began = time.monotonic()
+    limit, put_off = began + max(seconds, START) + GRACE, False
     while True:
         left = limit - time.monotonic()
         if left <= 0 or not select.select([reader], [], [], left)[0]:
-            raise DeadlineError(f"cell {cell}: {timed_out(seconds)}" if cell else
+            ran = round(time.monotonic() - began, 1) if put_off else seconds
+            raise DeadlineError(f"cell {cell}: {timed_out(ran)}" if cell else
                                 f"no cell started: {timed_out(max(seconds, START))}")
         chunk = os.read(reader, _CHUNK)
         if not chunk:
@@ -157,9 +161,14 @@ def _answer(reader: int, seconds: float) -> tuple[dict[str, Any] | None, int]:
             message = json.loads(bytes(pending[:end]))
             del pending[:end + 1]
             start = 0
+            if "wait" in message:  # a wait of the cell's for a child's answer (a heartbeat)
+                wait_end = time.monotonic() + float(message["wait"]) + seconds + GRACE
+                limit, put_off = max(limit, wait_end), put_off or wait_end > limit
+                continue
             if "cell" not in message:
                 return message, cell
-            cell, limit = int(message["cell"]), time.monotonic() + seconds + GRACE
+            cell, began = int(message["cell"]), time.monotonic()
+            limit, put_off = began + seconds + GRACE, False
 
 
 def _result(answer: dict[str, Any]) -> Any:
@@ -217,7 +226,7 @@ def _child(nb: Any, cwd: Path, around: Callable[[], AbstractContextManager[Any]]
             out.flush()
 
         try:
-            with around():
+            with around(), watching_waits(lambda wait: send({"wait": wait})):
                 send({"done": execute(nb, cwd, on_cell=lambda number: send({"cell": number}))})
         except CellError as exc:
             send({"cell_error": [exc.number, exc.ename, exc.evalue]})

@@ -46,7 +46,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from forensics.budget import Clock, child_deadline, running_clock, timed_out
+from forensics.budget import Clock, child_deadline, running_clock, timed_out, waiting
 from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
 from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
@@ -104,6 +104,7 @@ class Lines:
         """The next line (``""`` once the stream ended), or None when none came in time."""
         if self._ended:
             return ""
+        waiting(seconds)  # a report's cell is not ended before this wait's deadline
         try:
             line = self._queue.get(timeout=seconds)
         except queue.Empty:

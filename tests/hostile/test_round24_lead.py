@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from forensics.records import Record
 from forensics.store.reader import _merged_counts, load
@@ -46,3 +47,83 @@ def test_merged_counts_add_the_counts_of_a_step_seen_twice() -> None:
     steps, counts = _merged_counts(parts)
     assert (steps.tolist(), counts.tolist()) == ([0, 1, 4, 7], [1, 2, 4, 5])
     assert _merged_counts([])[0].tolist() == []
+
+
+# --------------- T151b: a report's cell outlasts its replay's waits for the kernel worker
+
+#: a V2 kernel worker that starts and never answers a record
+SILENT_WORKER = """
+import json, sys, time
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    time.sleep(3600)
+"""
+
+
+def test_a_report_whose_kernel_worker_never_answers_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """``report --variant vllm`` of a capture whose every record the kernel worker never
+    answers: each cell's deadline was one ``FORENSICS_CHILD_TIMEOUT``, as was each answer's,
+    so the cell replaying the records always timed out first ('cell 4: timed out after 2 s',
+    exit 2) and no deadline could be long enough. A wait for the worker now puts the cell's
+    deadline past its own: the report is written, its records said not judged."""
+    import sys
+
+    from test_round3_caps import post, with_kernel_worker
+
+    capture = write_capture(tmp_path / "silent.capture", [post(s) for s in range(6)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "2")
+    out = tmp_path / "report.html"
+    code = with_kernel_worker(monkeypatch, [sys.executable, "-c", SILENT_WORKER],
+                              ["report", str(capture), "-o", str(out), "--variant", "vllm"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    assert "timed out after 2 s" in page and "outlived the child deadline of 2 s" in page
+
+
+def test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it() -> None:
+    """``alarm_deadline(s, past_waits=True)``: a wait of ``w`` seconds begun in the block
+    puts its alarm off to ``w + s``, and its error says how long the block ran; without
+    ``past_waits`` (or without a wait) the alarm rings at ``s``."""
+    import time
+
+    from forensics.budget import alarm_deadline, waiting
+    from forensics.errors import DeadlineError
+
+    with alarm_deadline(0.3, past_waits=True):
+        waiting(0.4)
+        time.sleep(0.5)  # past 0.3 s, inside 0.4 + 0.3
+    with pytest.raises(DeadlineError, match=r"timed out after 0\.3 s"):
+        with alarm_deadline(0.3):
+            waiting(0.4)
+            time.sleep(2)
+    with pytest.raises(DeadlineError, match=r"timed out after 0\.[789] s"):
+        with alarm_deadline(0.3, past_waits=True):
+            waiting(0.4)
+            time.sleep(2)
+
+
+def test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child() -> None:
+    """The process running a report's notebook ends a cell one child deadline after its
+    start, or after the deadline of a wait the cell said it began, whichever is later, and
+    says how long the cell ran."""
+    import json
+    import os
+
+    from forensics.errors import DeadlineError
+    from forensics.present.notebook_process import _answer
+
+    reader, writer = os.pipe()
+    try:
+        os.write(writer, json.dumps({"cell": 3}).encode() + b"\n"
+                 + json.dumps({"wait": 0.5}).encode() + b"\n")
+        with pytest.raises(DeadlineError) as ended:
+            _answer(reader, 0.2)
+        said = str(ended.value)
+        assert said.startswith("cell 3: timed out after ") and said != (
+            "cell 3: timed out after 0.2 s"), said  # the cell ran past its wait's deadline
+    finally:
+        os.close(reader)
+        os.close(writer)

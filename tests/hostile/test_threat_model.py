@@ -1805,6 +1805,12 @@ TESTS = {
               "test_more_interleaved_tracebacks_than_are_kept_open_are_one_crash_each"],
     "T154d": ["tests/hostile/test_round24_attack24d.py::"
               "test_a_kernels_replay_worker_s_line_that_is_no_answer_is_said_so"],
+    "T151b": ["tests/hostile/test_round24_lead.py::"
+              "test_a_report_whose_kernel_worker_never_answers_is_written",
+              "tests/hostile/test_round24_lead.py::"
+              "test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it",
+              "tests/hostile/test_round24_lead.py::"
+              "test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
