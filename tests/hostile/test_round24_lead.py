@@ -51,15 +51,6 @@ def test_merged_counts_add_the_counts_of_a_step_seen_twice() -> None:
 
 # --------------- T151b: a report's cell outlasts its replay's waits for the kernel worker
 
-#: a V2 kernel worker that starts and never answers a record
-SILENT_WORKER = """
-import json, sys, time
-print(json.dumps({"ready": True}), flush=True)
-for line in sys.stdin:
-    time.sleep(3600)
-"""
-
-
 def test_a_report_whose_kernel_worker_never_answers_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:
@@ -71,11 +62,13 @@ def test_a_report_whose_kernel_worker_never_answers_is_written(
     import sys
 
     from test_round3_caps import post, with_kernel_worker
+    from test_round24_fix24b import HANGING_WORKER
 
     capture = write_capture(tmp_path / "silent.capture", [post(s) for s in range(6)])
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "2")
     out = tmp_path / "report.html"
-    code = with_kernel_worker(monkeypatch, [sys.executable, "-c", SILENT_WORKER],
+    code = with_kernel_worker(monkeypatch, [sys.executable, "-c", HANGING_WORKER,
+                                             str(tmp_path / "starts")],
                               ["report", str(capture), "-o", str(out), "--variant", "vllm"])
     err = capsys.readouterr().err
     assert code == 0, err
