@@ -32,7 +32,9 @@ CHILD_HEAD = textwrap.dedent("""
         from forensics.probe.settings import Settings
 
         capture = Path(sys.argv[1])
-        chosen = {"ring": 64, "flush_every": 64, "writer": sys.argv[3], **given}
+        chosen = {"ring": 64, "flush_every": 64, **given}
+        if "writer" not in chosen:
+            chosen["writer"] = sys.argv[3]
         return plugin.start(Settings(directory=capture.parent, capture=capture, **chosen))
 
 

@@ -15,11 +15,9 @@ from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child, _stops
 #: (a pool's worker) and closes; the copy ends once told to
 COPY_LIVES = textwrap.dedent("""
     from forensics.probe import plugin
-    from forensics.probe.settings import Settings
 
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer="process"))
+    session = started(writer="process")
     record_batch_changes(session, [[0, 1]] * 3)
     proc = session.backend.channel.proc
     read, write = os.pipe()
@@ -56,11 +54,9 @@ COPY_OWN = textwrap.dedent("""
     import numpy as np
     from forensics.probe import plugin
     from forensics.probe.guard import check_ids
-    from forensics.probe.settings import Settings
 
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=2, writer="thread"))
+    session = started(flush_every=2, writer="thread")
     record_batch_changes(session, [[0, 1]] * 2)
     session.drain()
 
@@ -102,12 +98,10 @@ def test_a_forked_copys_probe_stop_and_warnings_are_its_own(tmp_path: Path) -> N
 LATE = textwrap.dedent("""
     import threading
     from forensics.probe import hooks, plugin
-    from forensics.probe.settings import Settings
     from probe_fakes import batch_args, plain_batch_change
 
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer=sys.argv[3]))
+    session = started()
     record_batch_changes(session, [[0, 1]] * 2)
     inside, go = threading.Event(), threading.Event()
 
@@ -153,11 +147,9 @@ LATE_GUARD = textwrap.dedent("""
     import numpy as np
     from forensics.probe import plugin
     from forensics.probe.guard import check_ids
-    from forensics.probe.settings import Settings
 
     capture = Path(sys.argv[1])
-    session = plugin.start(Settings(directory=capture.parent, capture=capture, ring=64,
-                                    flush_every=64, writer="thread"))
+    session = started(writer="thread")
     record_batch_changes(session, [[0, 1]] * 2)
     session.close()
     found = check_ids("batch_change", "prev_positions", np.array([7]), 3)
