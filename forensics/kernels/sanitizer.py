@@ -40,7 +40,7 @@ from forensics.escaping import terminal
 from forensics.kernels import contracts
 from forensics.kernels.coverage import installed_kernels
 from forensics.kernels.format import KIND, Launch, launches_of, summaries_of
-from forensics.variants.triton_kernels import Lines, end_process
+from forensics.variants.triton_kernels import Lines, end_process, json_object
 
 RACE = ("evidence the kernel read inputs that changed under it (a race): the replay on the "
         "recorded inputs wrote other values than the live launch")
@@ -170,11 +170,7 @@ class Worker:
 
 def _json(line: str) -> dict[str, Any]:
     """The JSON object of one worker line, or {} (nothing, not JSON, too deep, no object)."""
-    try:
-        answer = json.loads(line) if line.startswith("{") else {}
-    except (ValueError, RecursionError):
-        return {}
-    return answer if isinstance(answer, dict) else {}
+    return json_object(line) or {}
 
 
 #: the reason of a launch whose worker's line is no answer (cut off, or not of its shape)

@@ -153,7 +153,7 @@ class KernelWorker:
             if wait >= most:  # every record it was to run is an error that says so
                 self._stuck = f"the Triton interpreter's worker did not start: {timed_out(most)}"
             return None
-        said = _json_object(hello) if hello else {}
+        said = json_object(hello) if hello else {}
         if said is None or not said.get("ready"):
             end_process(process)
             why = ("the worker's first line is not JSON" if said is None
@@ -292,7 +292,7 @@ _NO_ANSWER = ("the Triton interpreter's process answered a line that is not an a
               "values")
 
 
-def _json_object(line: str) -> dict[str, Any] | None:
+def json_object(line: str) -> dict[str, Any] | None:
     """The JSON object ``line`` holds, or None (not JSON, too deep, or not an object)."""
     try:
         said = json.loads(line)
@@ -304,7 +304,7 @@ def _json_object(line: str) -> dict[str, Any] | None:
 def _answer(line: str) -> dict[str, Any] | None:
     """The worker's answer ``line`` holds (a status it gives, a message, an ok's outputs), or
     None."""
-    said = _json_object(line)
+    said = json_object(line)
     if said is None or said.get("status") not in (OK, INDEX_ERROR, ERROR, BUDGET):
         return None
     if not isinstance(said.get("message"), str):
