@@ -238,19 +238,26 @@ def overall_deadline(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE) 
 #: (the kernel worker's import of vLLM, about 10 s), so a capture of N records that each hang
 #: once made a replay last N times that
 MOST_CHILD_TIMEOUTS = 3
+#: the answers of a command's children that may be a child's death (an exit, a signal, its
+#: output ended) or a line that is no answer before the command runs no more of them: each
+#: costs a child's restart (vLLM's import, about 10 s) as a timeout does, and a worker that
+#: died on every record was started again for every record
+MOST_CHILD_DEATHS = 3
 
 
 @dataclass
 class Clock:
     """A running overall deadline: its ``seconds``, when it ends (``time.monotonic``), how
     many answers it left unjudged (``cut``), how many outlived their child's deadline
-    (``timeouts``), and why it ended early (``why``; "" while it runs to ``end``)."""
+    (``timeouts``), how many were a child's death or no answer (``deaths``), and why it ended
+    early (``why``; "" while it runs to ``end``)."""
 
     seconds: float
     end: float
     cut: int = 0
     timeouts: int = 0
     why: str = ""
+    deaths: int = 0
 
     def left(self) -> float:
         """The seconds left before it passes (0 or less: passed, or ended early)."""
@@ -263,6 +270,14 @@ class Clock:
         if self.timeouts >= MOST_CHILD_TIMEOUTS and not self.why:
             self.why = (f"{self.timeouts} answers outlived the child deadline of "
                         f"{child_deadline():g} s ({CHILD_TIMEOUT_ENV}), so no more were run")
+
+    def died(self) -> None:
+        """Count an answer that was its child's death or a line that is no answer; the
+        :data:`MOST_CHILD_DEATHS`-th ends the clock, ``why`` saying so."""
+        self.deaths += 1
+        if self.deaths >= MOST_CHILD_DEATHS and not self.why:
+            self.why = (f"the child died, or answered a line that is not an answer, "
+                        f"{self.deaths} times ({DIED_HOW}), so no more were run")
 
     def wait(self, most: float) -> float:
         """What a wait of at most ``most`` seconds may take of what is left (at least 0)."""
@@ -280,6 +295,19 @@ def longer(cut: str) -> str:
     return "--deadline" if cut.startswith("the overall deadline ") else CHILD_TIMEOUT_ENV
 
 
+#: where a clock its children's deaths ended says how each died
+DIED_HOW = "what it held each time says how"
+
+
+def remedy(cut: str) -> str:
+    """What to do about the answers a clock left (``cut``: its :meth:`Clock.passed`): give a
+    longer :func:`longer`, or, when its children's deaths ended it (no wait would have
+    helped), find what ended the child."""
+    if DIED_HOW in cut:
+        return "find what ended the child"
+    return f"give a longer {longer(cut)}"
+
+
 _CLOCK: ContextVar[Clock | None] = ContextVar("forensics_overall_clock", default=None)
 
 
@@ -288,20 +316,20 @@ def overall_clock(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE
                   ) -> Iterator[Clock]:
     """Run the block under an overall deadline of ``seconds`` (checked by
     :func:`overall_deadline`), read by :func:`running_clock`; inside another one it ends no
-    later than that one does, and its children's timeouts count as that one's."""
+    later than that one does, and its children's timeouts and deaths count as that one's."""
     overall_deadline(seconds, default)
     clock, outer = Clock(seconds, time.monotonic() + seconds), _CLOCK.get()
     if outer is not None and outer.end < clock.end:
         clock = Clock(outer.seconds, outer.end)
     if outer is not None:  # the timeouts are the outer command's, counted across its blocks
-        clock.timeouts, clock.why = outer.timeouts, outer.why
+        clock.timeouts, clock.deaths, clock.why = outer.timeouts, outer.deaths, outer.why
     token = _CLOCK.set(clock)
     try:
         yield clock
     finally:
         _CLOCK.reset(token)
         if outer is not None:
-            outer.timeouts, outer.why = clock.timeouts, clock.why
+            outer.timeouts, outer.deaths, outer.why = clock.timeouts, clock.deaths, clock.why
 
 
 def running_clock() -> Clock | None:

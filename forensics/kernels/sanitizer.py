@@ -124,7 +124,9 @@ class Worker:
         """The worker's answer for one launch event within the child deadline and at most
         ``most`` seconds, its start included (a dead or stuck worker is ended; the next launch
         starts a new one; one that failed to start is not started again; the
-        :data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th it outlives ends the overall clock)."""
+        :data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th it outlives, and the
+        :data:`~forensics.budget.MOST_CHILD_DEATHS`-th it dies on or answers with no answer,
+        end the overall clock)."""
         if self.failed:
             return {"status": "not_replayable", "reason": self.failed}
         begun = time.monotonic()
@@ -146,6 +148,8 @@ class Worker:
             clock = running_clock()
             if line is None and seconds >= child_deadline() and clock is not None:
                 clock.timed_out()  # the last few end the clock: no more launches run
+            elif line is not None and clock is not None:
+                clock.died()  # so do the last few deaths and lines that are no answer
             why = timed_out(seconds) if line is None else NOT_AN_ANSWER if line else \
                 "the replay crashed the interpreter's process"
             return {"status": "not_replayable", "reason": why}

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from forensics.budget import longer
+from forensics.budget import longer, remedy
 from forensics.escaping import inert, quoted, terminal
 from forensics.judge.findings import (
     FINDING_COLUMNS,
@@ -368,7 +368,7 @@ def cut_sentence(result: ReplayResult) -> str:
     if unproduced:
         text += (f" The race check did not compare {unproduced} step(s): what the writer "
                  "wrote there is not known.")
-    return text[:-1] + f" (give a longer {longer(result.cut)})."
+    return text[:-1] + f" ({remedy(result.cut)})."
 
 
 def steps_text(steps: Any) -> str:

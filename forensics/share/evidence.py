@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.budget import longer
+from forensics.budget import remedy
 from forensics.errors import CaptureFormatError, DeadlineError, ForensicsError
 from forensics.escaping import shell_word, terminal
 from forensics.records import Record
@@ -363,10 +363,10 @@ def publish(out: str | os.PathLike[str], records: Iterable[Record], manifest: di
             write_manifest_once(writer.path, build_manifest(final()), again=True)
         done = replay(load(writer.path), variants=list(variants), progress=progress)
         if done.cut:
-            more = longer(done.cut).replace("--deadline", "shrink's --deadline")
+            more = remedy(done.cut).replace("a longer --deadline", "shrink a longer --deadline")
             raise DeadlineError(f"refusing to write '{terminal(out)}': its replay did not finish "
                                 f"({done.cut}), so it is not known to keep the original's "
-                                f"evidence; give it more time ({more})")
+                                f"evidence; {more}")
         got = evidence_of(done, crash=True)
         changed = differences(expected, got)
         if changed:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.budget import DEFAULT_SHRINK_DEADLINE, Clock, longer, overall_clock
+from forensics.budget import DEFAULT_SHRINK_DEADLINE, Clock, overall_clock, remedy
 from forensics.errors import DeadlineError, ForensicsError
 from forensics.escaping import terminal
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
@@ -140,7 +140,7 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
     if result.cut:
         raise DeadlineError(f"capture '{terminal(cap.path)}': its replay did not finish "
                             f"({result.cut}): there is no evidence to keep; nothing was "
-                            f"written; give a longer {longer(result.cut)}")
+                            f"written; {remedy(result.cut)}")
     expected = evidence_of(result, crash=True)
     if not (expected.has_findings or expected.has_errors):
         raise NothingToKeepError(f"capture '{terminal(cap.path)}' has no finding and no site "

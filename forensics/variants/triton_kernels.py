@@ -23,7 +23,10 @@ after it, gets ``error: not judged: the overall deadline of N s passed`` (:func:
 the worker killed, none started again. The same comes of the
 :data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th record the worker outlives its deadline on
 under that clock: the records left are ``not judged: 3 answers outlived the child deadline of
-N s (FORENSICS_CHILD_TIMEOUT), so no more were run``.
+N s (FORENSICS_CHILD_TIMEOUT), so no more were run``; and of the
+:data:`~forensics.budget.MOST_CHILD_DEATHS`-th record it dies on or answers with a line that is
+no answer (``not judged: the child died, or answered a line that is not an answer, 3 times``).
+A direct call (:func:`run_kernels`, a notebook's) runs under a clock of its own.
 
 The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
 diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
@@ -46,7 +49,15 @@ from typing import IO, Any
 
 import numpy as np
 
-from forensics.budget import Clock, child_deadline, running_clock, timed_out, waiting
+from forensics.budget import (
+    DEFAULT_REPLAY_DEADLINE,
+    Clock,
+    child_deadline,
+    overall_clock,
+    running_clock,
+    timed_out,
+    waiting,
+)
 from forensics.cpu_env import triton_child_env
 from forensics.errors import AllocationBudgetError, MissingDependencyError, PatchApplyError
 from forensics.outcome import ERROR, INDEX_ERROR, OK, Outcome
@@ -174,13 +185,19 @@ class KernelWorker:
     def run_many(self, records: list[Record]) -> list[Outcome]:
         """Run ``records`` through the worker; their Outcomes, in order. The record a worker
         dies on gets the crash's ``index_error``, the one it outlives its deadline on
-        ``error: timed out after N s``; the records after it run in a new worker.
+        ``error: timed out after N s``; the records after it run in a new worker, until the
+        clock they run under ends (:func:`~forensics.budget.running_clock`; a direct call's
+        own, of :data:`~forensics.budget.DEFAULT_REPLAY_DEADLINE`): the records left are
+        :func:`not_judged`.
 
         Raises:
             PatchApplyError: a patch's worker ran a record's kernels in no file the diff
                 changes (see :meth:`KernelPatch.check_touches`), or fails to start.
             AllocationBudgetError: a record's buffers would pass the allocation budget.
         """
+        if running_clock() is None:  # a direct call (a notebook's): a replay's clock of its own
+            with overall_clock(DEFAULT_REPLAY_DEADLINE):
+                return self.run_many(records)
         outcomes: list[Outcome] = []
         while len(outcomes) < len(records):
             outcomes += self._exchange(records[len(outcomes):])
@@ -229,14 +246,18 @@ class KernelWorker:
                 _remove(requests)
                 if died is None and wait < deadline:  # the overall deadline cut it
                     return outcomes + not_judged(records[len(outcomes):], clock)
-                if died is None and clock is not None:  # the last few end the clock
+                if clock is not None and died is None:  # the last few end the clock
                     clock.timed_out()
+                elif clock is not None:  # so do the last few deaths
+                    clock.died()
                 outcomes.append(Outcome(ERROR, timed_out(deadline)) if died is None else died)
                 return outcomes
             answered = _answer(line)
             if answered is None:  # cut off or no answer: as a death the values do not explain
                 self._stop()
                 _remove(requests)
+                if clock is not None:
+                    clock.died()
                 outcomes.append(Outcome(ERROR, _NO_ANSWER))
                 return outcomes
             answers.append(answered)
@@ -407,7 +428,8 @@ def run_kernel(record: Record, patch: KernelPatch | None = None) -> Outcome:
 
 
 def run_kernels(records: list[Record], patch: KernelPatch | None = None) -> list[Outcome]:
-    """:func:`run_kernel` on many records in one exchange with the shared worker."""
+    """:func:`run_kernel` on many records in one exchange with the shared worker (outside a
+    command's clock, under one of its own: see :meth:`KernelWorker.run_many`)."""
     return worker(patch).run_many(records)
 
 

@@ -1811,6 +1811,20 @@ TESTS = {
               "test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it",
               "tests/hostile/test_round24_lead.py::"
               "test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child"],
+    "T156a": ["tests/hostile/test_round25_fix25a.py::"
+              "test_a_replay_stops_restarting_a_worker_that_dies_on_every_record",
+              "tests/hostile/test_round25_fix25a.py::"
+              "test_the_records_a_dying_worker_held_say_how_it_ended",
+              "tests/hostile/test_round25_fix25a.py::"
+              "test_shrink_of_records_its_worker_dies_on_names_no_deadline_to_lengthen",
+              "tests/hostile/test_round25_fix25a.py::"
+              "test_deaths_of_a_commands_replays_count_together"],
+    "T156b": ["tests/hostile/test_round25_fix25a.py::"
+              "test_kernels_stops_restarting_a_replay_worker_that_dies_on_every_launch"],
+    "T156c": ["tests/hostile/test_round25_fix25a.py::"
+              "test_a_direct_run_kernels_call_has_the_commands_limits"],
+    "T156d": ["tests/hostile/test_round25_fix25a.py::"
+              "test_a_split_triages_pieces_start_no_kernel_worker"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
