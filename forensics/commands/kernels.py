@@ -107,9 +107,14 @@ def _exit_code(report: KernelReport) -> int:
         raise CaptureFormatError(f"'{terminal(report.capture)}' holds no kernel_launch event"
                                  f"{why}: nothing to judge; record with FORENSICS_KERNELS=all")
     if not any(r.status == "replayed" for r in report.results):
+        from forensics.budget import remedy
+        from forensics.kernels.sanitizer import NOT_RUN
+
+        cut = next((r.reason.removeprefix("not run: ") for r in report.results
+                    if r.status == NOT_RUN), "")
+        more = f"; for the launches 'not run', {remedy(cut)}" if cut else ""
         raise CaptureFormatError(
             f"'{terminal(report.capture)}': none of its {len(report.results)} launch(es) was "
-            "replayed, so none was judged (see each launch's reason above); fix what it says, "
-            "or give a longer --deadline (or FORENSICS_CHILD_TIMEOUT, as their reason says) "
-            "for launches 'not run'")
+            f"replayed, so none was judged (see each launch's reason above); fix what it says"
+            f"{more}")
     return 0

@@ -342,9 +342,10 @@ def conclude(result: ReplayResult) -> Conclusion:
 
 
 def cut_sentence(result: ReplayResult) -> str:
-    """Which records the replay's overall deadline (or its children's timeouts) left unjudged
-    (per variant and site, their steps) and that they count as errors, never as clean, and
-    whether it cut the race check's replay of writer records too; "" when it cut none."""
+    """Which records the replay's overall deadline (or its children's timeouts or deaths) left
+    unjudged (per variant and site, their steps) and that they count as errors, never as
+    clean, and whether it cut the race check's replay of writer records too; "" when it cut
+    none."""
     if not result.cut:
         return ""
     table = result.outcomes
@@ -354,7 +355,7 @@ def cut_sentence(result: ReplayResult) -> str:
              rows.groupby(["variant", "site"], sort=False, observed=True)]
     race = getattr(result, "race", None)
     unproduced = len(getattr(race, "unproduced", ()) or ())
-    timed = longer(result.cut) != "--deadline"  # its children's timeouts ended it
+    timed = longer(result.cut) != "--deadline"  # its children's timeouts or deaths ended it
     if timed:
         text = (f"Not judged: {'; '.join(parts)}: {result.cut}; they count as errors, not as "
                 "clean." if parts else

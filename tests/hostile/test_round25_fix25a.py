@@ -143,7 +143,8 @@ def test_kernels_stops_restarting_a_replay_worker_that_dies_on_every_launch(
         does: str) -> None:
     """T156b: ``forensics kernels`` of 6 launches whose replay worker dies on each (or
     answers a line that is no answer) started it 6 times; now 3: the 3 launches it held are
-    ``not_replayable`` saying how, the 3 left ``not run`` saying why (exit 2, one line)."""
+    ``not_replayable`` saying how, the 3 left ``not run`` saying why (exit 2, one line that
+    says to find what ended the worker, not to lengthen a deadline)."""
     from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch
     from test_round4_kernels import write_capture as write_events
 
@@ -166,6 +167,8 @@ def test_kernels_stops_restarting_a_replay_worker_that_dies_on_every_launch(
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 2 and captured.err.count("\n") == 1, captured.err
+    assert captured.err.rstrip().endswith(  # it named --deadline and FORENSICS_CHILD_TIMEOUT
+        "fix what it says; for the launches 'not run', find what ended the child"), captured.err
     assert starts.read_text().count("started") == 3
     how = ("the replay crashed the interpreter's process" if does == "exit"
            else sanitizer.NOT_AN_ANSWER)
