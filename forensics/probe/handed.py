@@ -12,6 +12,8 @@ counted, neither written nor dropped (T119c).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 LOG = logging.getLogger("forensics.probe")
@@ -37,6 +39,34 @@ def room(session: Any) -> None:
     counted nowhere, ``probe_stop`` saying 2 records of an engine that made 3."""
     try:
         session.backend.record_added(False)
+    except BaseException:
+        cut(session)
+        raise
+
+
+@contextmanager
+def locked(session: Any) -> Iterator[None]:
+    """The session's lock, taken to queue a record; a signal's handler that raises as the
+    thread waits for it (held by another thread's hand-off or flush: a Ctrl-C) counts the
+    record lost to a signal: it was counted nowhere, ``probe_stop`` saying 2 records of 3."""
+    try:
+        session._lock.acquire()
+    except BaseException:
+        cut(session)
+        raise
+    try:
+        yield
+    finally:
+        session._lock.release()
+
+
+def sealed(session: Any) -> Any:
+    """The event that marks a record's outputs copied (its copier's ``seal``); a signal's
+    handler that raises as it is made counts the record lost to a signal (see :func:`cut`)."""
+    try:
+        return session.copier.seal()
+    except Exception:
+        raise
     except BaseException:
         cut(session)
         raise
@@ -77,6 +107,6 @@ def note(session: Any) -> dict[str, int]:
         return {}
     LOG.warning("forensics probe: %d record(s) lost to a signal: its handler raised "
                 "(KeyboardInterrupt, SystemExit) as their outputs were copied, or as they were "
-                "handed to the writer or waited for room in its ring; "
+                "handed to the writer or waited for room in its ring or for its lock; "
                 "counted, neither written nor dropped", lost)
     return {"lost_to_signal": lost}
