@@ -10,6 +10,8 @@ import pytest
 
 from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child, _stops
 
+pytest_plugins = ["pytester"]
+
 # ------------------------------- T159a: a signal as a record waits for the session's lock
 #: the writer (argv[3]); 2 records; as the third call's record waits for the session's lock
 #: (another thread's hand-off or flush holds it), a SIGINT comes
@@ -101,3 +103,47 @@ def test_a_record_a_signal_cuts_before_it_is_queued_is_counted(
         == (3, 2, 0, 1), stop
     assert "1 record(s) lost to a signal" in child.stderr, child.stderr[-3000:]
     assert "or waited for room in its ring or for its lock" in child.stderr
+
+
+# ------------------------------- T159b: the pytest plugin's capture swapped for a link mid-replay
+@pytest.mark.parametrize("regen", [False, True])
+def test_a_capture_swapped_for_a_link_during_its_replay_is_not_written_through(
+        tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        regen: bool) -> None:
+    """T159b: a capture of the folder of captures that another user swaps for a link (to a
+    capture elsewhere) while the plugin replays it, after its check for a link: its first run
+    (or ``--forensics-regen``) wrote ``expected.json`` into the folder the link points to,
+    and a comparison's difference ``expected.obtained.json``. Nothing is written or removed
+    there; the item fails in one line saying why."""
+    from cases import capture
+
+    from forensics.share import expectations
+
+    fleet, elsewhere = tmp_path / "fleet", tmp_path / "elsewhere"
+    target = capture(elsewhere, name="real")
+    (target / "expected.json").unlink()
+    before = sorted(p.name for p in target.iterdir())
+    swapped = capture(fleet, name="swapped")
+    if regen:
+        (swapped / "expected.json").unlink()  # its first run writes it
+    else:  # a difference: the comparison writes expected.obtained.json
+        (swapped / "expected.json").write_text(
+            (swapped / "expected.json").read_text().replace('"ok"', '"index_error"'))
+    real = expectations.obtain
+
+    def obtain(path: Path, variants: object) -> object:
+        got = real(path, variants)  # type: ignore[arg-type]
+        swapped.rename(fleet / "moved")  # as the replay ends, another user swaps it
+        swapped.symlink_to(target, target_is_directory=True)
+        return got
+
+    monkeypatch.setattr(expectations, "obtain", obtain)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rA", "-o",
+                                          "forensics_captures=", "--forensics-captures",
+                                          str(swapped))
+    assert sorted(p.name for p in target.iterdir()) == before
+    result.assert_outcomes(failed=1)
+    if regen:
+        assert "its folder is no longer the one checked before the replay" in "\n".join(
+            result.outlines)
+
