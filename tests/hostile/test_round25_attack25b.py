@@ -147,3 +147,37 @@ def test_a_capture_swapped_for_a_link_during_its_replay_is_not_written_through(
         assert "its folder is no longer the one checked before the replay" in "\n".join(
             result.outlines)
 
+
+# ------------------------------- T159c: a launch whose wait the overall deadline cuts
+@pytest.mark.parametrize("starts", [True, False], ids=["answers-late", "starts-late"])
+def test_a_launch_the_overall_deadline_cuts_is_not_run_not_unreplayable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        starts: bool) -> None:
+    """T159c: ``forensics kernels --deadline 1`` of launches whose replay worker answers (or
+    starts) later than that, well within ``FORENSICS_CHILD_TIMEOUT``: the launch whose wait
+    the overall deadline cut read ``not_replayable``, "timed out after 0.99 s" (or "the replay
+    worker did not start: timed out after 0.99 s", said of every launch after it and in the
+    report's note), as if the launch, or vLLM's kernels here, could not be replayed. It is
+    ``not_run``, "not run: the overall deadline of 1 s passed", as the launches after it."""
+    import json
+    import sys
+
+    from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch
+    from test_round4_kernels import write_capture as write_events
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
+    late = [sys.executable, "-P", str(STAND_IN)] if starts else \
+        [sys.executable, "-c", "import time; time.sleep(120)"]  # never answers (or starts)
+    capture = write_events(tmp_path / "late.capture", [launch(1) for _ in range(3)])
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "120")
+    monkeypatch.setattr(sanitizer.Worker, "command", lambda self: late)
+    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
+    code = main(["kernels", str(capture), "--json", "--deadline", "1"])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert code == 2 and captured.err.count("\n") == 1, captured.err
+    assert [(r["status"], r["reason"]) for r in out["launches"]] == (
+        [("not_run", "not run: the overall deadline of 1 s passed")] * 3), out["launches"]
+    assert "did not start" not in captured.out + captured.err
