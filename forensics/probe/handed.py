@@ -45,19 +45,18 @@ def room(session: Any) -> None:
 
 
 @contextmanager
-def locked(session: Any) -> Iterator[None]:
-    """The session's lock, taken to queue a record; a signal's handler that raises as the
-    thread waits for it (held by another thread's hand-off or flush: a Ctrl-C) counts the
-    record lost to a signal: it was counted nowhere, ``probe_stop`` saying 2 records of 3."""
-    try:
-        session._lock.acquire()
-    except BaseException:
-        cut(session)
-        raise
+def queueing(session: Any, pending: Any) -> Iterator[None]:
+    """Around the queueing of ``pending`` (its wait for the session's lock included): a
+    signal's handler that raises before it is numbered (as the thread waits for the lock, held
+    by another thread's hand-off or flush: a Ctrl-C) counts it lost to a signal; it was
+    counted nowhere, ``probe_stop`` saying 2 records of an engine that made 3. The lock is
+    the caller's own ``with`` (never held past a raise)."""
     try:
         yield
-    finally:
-        session._lock.release()
+    except BaseException:
+        if not pending.seq and not session._closed:
+            cut(session)
+        raise
 
 
 def sealed(session: Any) -> Any:
