@@ -68,7 +68,7 @@ def unnamed_path(path: str | os.PathLike[str]) -> str | None:
 
 
 def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], object],
-                     shared: bool = False) -> Path:
+                     shared: bool = False, folder: tuple[int, int] | None = None) -> Path:
     """Call ``write(tmp)`` on a new file beside ``target`` (same suffix, so a format chosen by
     suffix is kept), then rename it over ``target``; return ``target``. ``shared``: the file
     is for others to read, so it honours the umask (:func:`shared_mode`); else ``0600``.
@@ -79,7 +79,7 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     (:attr:`Folder.path`), and the rename is made from it into the folder; a link another user
     swaps in on the way once it is open is never followed, and no other user can put one at
     the new file's name (the private folder is removed after, on an error or ``Ctrl-C``
-    too).
+    too). ``folder``: the device and inode the folder must have (:func:`same_folder`).
 
     Raises:
         OutputError: the file cannot be written (no space, a size limit, permissions), or a
@@ -88,8 +88,9 @@ def write_atomically(target: str | os.PathLike[str], write: Callable[[Path], obj
     """
     path = Path(target)
     try:
-        with open_folder(path.parent) as folder:
-            _write_in(folder, path, write, shared_mode() if shared else 0o600)
+        with open_folder(path.parent) if folder is None else _existing(path.parent) as held:
+            same_folder(held, folder, path)
+            _write_in(held, path, write, shared_mode() if shared else 0o600)
     except ForensicsError:  # a refusal (a planted link) says itself
         raise
     except IsADirectoryError:  # only the rename meets one: the file is made new
@@ -187,10 +188,39 @@ def _new_file(folder: int, prefix: str, suffix: str) -> tuple[int, str]:
 
 
 def write_text_atomically(target: str | os.PathLike[str], text: str,
-                          shared: bool = False) -> Path:
+                          shared: bool = False, folder: tuple[int, int] | None = None) -> Path:
     """Write ``text`` (UTF-8) to ``target`` atomically (:func:`write_atomically`)."""
     return write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"),
-                            shared=shared)
+                            shared=shared, folder=folder)
+
+
+def same_folder(held: Folder, folder: tuple[int, int] | None, path: Path) -> None:
+    """Refuse to write or remove ``path`` in the open folder ``held`` unless it is the folder
+    of device and inode ``folder`` (None: any), one checked before a long step (a replay): a
+    link (or another folder) swapped in at its name meanwhile once had the file written where
+    it points.
+
+    Raises:
+        OutputError: naming ``path`` and why nothing was written or removed there.
+    """
+    info = os.fstat(held.fd)
+    if folder is not None and (info.st_dev, info.st_ino) != folder:
+        raise OutputError(f"'{terminal(path)}' is not written or removed: its folder is no "
+                          "longer the one checked before the replay (a link or another "
+                          "folder was put at its name meanwhile)")
+
+
+def remove_in(path: Path, folder: tuple[int, int]) -> None:
+    """Remove the file ``path`` (a link at its name is removed, never followed) from its
+    folder, which must be the folder of device and inode ``folder`` (:func:`same_folder`).
+
+    Raises:
+        OutputError: it is not; OSError: it cannot be removed (a folder at its name).
+    """
+    with _existing(path.parent) as held:
+        same_folder(held, folder, path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.name, dir_fd=held.fd)
 
 
 def shared_mode() -> int:
@@ -247,6 +277,19 @@ def open_folder(path: str | os.PathLike[str]) -> Iterator[Folder]:
     """
     fd, real, _ = _walk(path, make=True)
     try:
+        yield Folder(fd, real)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _existing(path: str | os.PathLike[str]) -> Iterator[Folder]:
+    """The folder ``path``, walked as :func:`open_folder` walks it but never made, open while
+    inside. Raises FileNotFoundError when it is not there (or cannot be reached)."""
+    fd, real, rest = _walk(path, make=False)
+    try:
+        if rest:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(path))
         yield Folder(fd, real)
     finally:
         os.close(fd)

@@ -9,6 +9,7 @@ capture's folder name and its ``expected.json``'s text: it goes through
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,9 +247,10 @@ class CaptureItem(pytest.Item):
 
         regen = self.config.getoption("forensics_regen")
         missing = not (self.capture / expectations.EXPECTED_NAME).exists()
+        folder = self._own_folder()  # nothing is written in another found there after
         if regen or missing:
             self._refuse_a_link()
-            written = expectations.regenerate(self.capture, self._variants())
+            written = expectations.regenerate(self.capture, self._variants(), folder)
             self.config.stash.setdefault(WRITTEN, []).append(written)
             if missing and not regen:
                 raise CaptureMismatch(
@@ -257,7 +259,7 @@ class CaptureItem(pytest.Item):
                     "--forensics-regen to write baselines without failing)")
             return
         result = expectations.check(self.capture, self._variants(),  # nothing through a link
-                                    write_obtained=not self.capture.is_symlink())
+                                    write_obtained=folder is not None, folder=folder)
         if not result.ok:
             raise CaptureMismatch(terminal_lines(result.explain()))
         said = [result.matched()] if result.launches or result.unchecked or result.unread else []
@@ -267,6 +269,16 @@ class CaptureItem(pytest.Item):
             import warnings
 
             warnings.warn(pytest.PytestWarning("; ".join(said)), stacklevel=1)
+
+    def _own_folder(self) -> tuple[int, int] | None:
+        """The capture folder's device and inode, None when its name is a link (or cannot be
+        looked at): a link swapped in at its name while it is replayed once had
+        ``expected.json`` written into the folder it points to."""
+        try:
+            info = os.lstat(self.capture)
+        except OSError:
+            return None
+        return None if stat.S_ISLNK(info.st_mode) else (info.st_dev, info.st_ino)
 
     def _refuse_a_link(self) -> None:
         """Fail, writing nothing, when the capture's folder is a link: a link planted in the

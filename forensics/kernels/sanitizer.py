@@ -102,8 +102,9 @@ class Worker:
 
     def start(self, most: float = math.inf) -> bool:
         """Start the worker; False (``failed`` says why, in one line) when vLLM's kernels cannot
-        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline; at
-        most ``most`` seconds: what is left of the overall deadline)."""
+        run or it gave no ``ready`` within :data:`START_TIMEOUT` (or the child deadline);
+        False, ``failed`` left empty, when ``most`` seconds (what is left of the overall
+        deadline) ran out first: that says nothing of the worker."""
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=triton_child_env())
@@ -111,6 +112,9 @@ class Worker:
         seconds = min(max(START_TIMEOUT, child_deadline()), most)
         line = self.lines.next(seconds)
         answer = _json(line or "")
+        if line is None and seconds < max(START_TIMEOUT, child_deadline()):
+            self.stop()  # the overall deadline cut its start: not the worker's failure
+            return False
         if not answer.get("ready"):
             self.failed = f"the replay worker did not start: {timed_out(seconds)}" \
                 if line is None else DISABLED.format(
@@ -126,13 +130,15 @@ class Worker:
         starts a new one; one that failed to start is not started again; the
         :data:`~forensics.budget.MOST_CHILD_TIMEOUTS`-th it outlives, and the
         :data:`~forensics.budget.MOST_CHILD_DEATHS`-th it dies on or answers with no answer,
-        end the overall clock)."""
+        end the overall clock); ``{"status": "not_run"}`` when ``most`` ran out first (the
+        worker ended): the launch was left by the overall deadline, not found unreplayable."""
         if self.failed:
             return {"status": "not_replayable", "reason": self.failed}
         begun = time.monotonic()
         if self.process is None or self.process.poll() is not None:
             if not self.start(most):
-                return {"status": "not_replayable", "reason": self.failed}
+                return {"status": "not_replayable", "reason": self.failed} if self.failed \
+                    else {"status": NOT_RUN}
         assert self.process is not None and self.process.stdin is not None
         assert self.lines is not None
         try:
@@ -143,10 +149,13 @@ class Worker:
         seconds = min(child_deadline(), max(most - (time.monotonic() - begun), 0.0))
         line = self.lines.next(seconds)
         answer = _json(line or "")
+        if line is None and seconds < child_deadline():  # the overall deadline cut the wait
+            self.stop()
+            return {"status": NOT_RUN}
         if not _is_answer(answer):
             self.stop()
             clock = running_clock()
-            if line is None and seconds >= child_deadline() and clock is not None:
+            if line is None and clock is not None:
                 clock.timed_out()  # the last few end the clock: no more launches run
             elif line is not None and clock is not None:
                 clock.died()  # so do the last few deaths and lines that are no answer
@@ -288,6 +297,8 @@ def _one(launch: Launch, event: dict[str, Any], known: set[tuple[str, str]], wor
         return LaunchResult(launch, "not_replayable", "not a Triton kernel of the installed "
                                                       "vLLM's worker packages", found)
     answer = worker.ask(event, most)
+    if answer.get("status") == NOT_RUN and (clock := running_clock()) is not None:
+        return _not_run(launch, manifest, clock)  # the overall deadline cut it: not judged
     if answer.get("status") != "replayed":
         return LaunchResult(launch, "not_replayable", str(answer.get("reason", "")), found)
     why = "; ".join(n for n in (str(answer.get("reason", "")), _on_zeros(launch)) if n)

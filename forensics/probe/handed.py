@@ -12,6 +12,8 @@ counted, neither written nor dropped (T119c).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 LOG = logging.getLogger("forensics.probe")
@@ -37,6 +39,33 @@ def room(session: Any) -> None:
     counted nowhere, ``probe_stop`` saying 2 records of an engine that made 3."""
     try:
         session.backend.record_added(False)
+    except BaseException:
+        cut(session)
+        raise
+
+
+@contextmanager
+def queueing(session: Any, pending: Any) -> Iterator[None]:
+    """Around the queueing of ``pending`` (its wait for the session's lock included): a
+    signal's handler that raises before it is numbered (as the thread waits for the lock, held
+    by another thread's hand-off or flush: a Ctrl-C) counts it lost to a signal; it was
+    counted nowhere, ``probe_stop`` saying 2 records of an engine that made 3. The lock is
+    the caller's own ``with`` (never held past a raise)."""
+    try:
+        yield
+    except BaseException:
+        if not pending.seq and not session._closed:
+            cut(session)
+        raise
+
+
+def sealed(session: Any) -> Any:
+    """The event that marks a record's outputs copied (its copier's ``seal``); a signal's
+    handler that raises as it is made counts the record lost to a signal (see :func:`cut`)."""
+    try:
+        return session.copier.seal()
+    except Exception:
+        raise
     except BaseException:
         cut(session)
         raise
@@ -77,6 +106,6 @@ def note(session: Any) -> dict[str, int]:
         return {}
     LOG.warning("forensics probe: %d record(s) lost to a signal: its handler raised "
                 "(KeyboardInterrupt, SystemExit) as their outputs were copied, or as they were "
-                "handed to the writer or waited for room in its ring; "
+                "handed to the writer or waited for room in its ring or for its lock; "
                 "counted, neither written nor dropped", lost)
     return {"lost_to_signal": lost}

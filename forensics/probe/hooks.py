@@ -117,7 +117,7 @@ def _finish(session: ProbeSession, pending: PendingRecord, late: Step | None,
         raise
     try:
         if pending.deferred():
-            pending.events += (session.copier.seal(),)
+            pending.events += (handed.sealed(session),)
         session.add(pending, failed=failed)
     except Exception as exc:
         session.error(exc, f"queueing a {pending.site} record")

@@ -202,7 +202,7 @@ class ProbeSession(FlushMarks):
         if self._closed:
             return late.said(self, pending, failed)
         handed.room(self)  # a signal as it waits for room: counted lost to it
-        with self._lock:
+        with handed.queueing(self, pending), self._lock:  # a signal as it waits: the same
             if self._closed:  # closed meanwhile
                 return late.said(self, pending, failed)
             self.counts["records"] += 1

@@ -260,7 +260,8 @@ def obtain(capture: Path, variants: Sequence[str]) -> Obtained:
 
 
 def check(capture: Path | str, variants: Sequence[str] | None = None,
-          write_obtained: bool = True, trust_expected: bool = False) -> CheckResult:
+          write_obtained: bool = True, trust_expected: bool = False,
+          folder: tuple[int, int] | None = None) -> CheckResult:
     """Replay ``capture`` and compare with its ``expected.json``.
 
     ``variants`` defaults to the built-in models the expected file names (any registered
@@ -269,6 +270,8 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
     one removed; what cannot be is said in ``note``, the verdict standing); with
     ``write_obtained=False`` nothing is written or removed. Records of sites this install does
     not know are judged by no variant: ``not_known`` counts them, and the result is not ok.
+    ``folder``: the capture folder's device and inode as checked before (the pytest plugin's):
+    nothing is written or removed in another found at its name after the replay.
     Raises:
         CaptureFormatError: no or malformed expected.json; any error of load or replay; a
             ``vllm+PATH.diff`` variant whose diff is missing, replayed or not.
@@ -295,7 +298,7 @@ def check(capture: Path | str, variants: Sequence[str] | None = None,
                          crash_unjudged=str(expected.get("crash_verdict") or "") if known
                          and obtained.get("crash_verdict") is None else "")
     if write_obtained:
-        _leave_obtained(result)
+        _leave_obtained(result, folder)
     return result
 
 
@@ -313,7 +316,7 @@ def _crash_left(expected: dict[str, Any], obtained: dict[str, Any],
             and bool(ENGINE_CODE & set(unchecked)))
 
 
-def _leave_obtained(result: CheckResult) -> None:
+def _leave_obtained(result: CheckResult, folder: tuple[int, int] | None = None) -> None:
     """Write the obtained result to ``expected.obtained.json`` when it differs, else remove a
     stale one (a link or FIFO there is replaced or removed, never followed or opened). What
     cannot be written or removed (a folder the capture holds under that name, a folder this
@@ -323,33 +326,46 @@ def _leave_obtained(result: CheckResult) -> None:
     path = result.capture / OBTAINED_NAME
     if result.differences:
         try:
-            result.obtained_path = write_json(path, result.obtained)
+            result.obtained_path = write_json(path, result.obtained, folder)
         except OutputError as exc:
             result.note = (f"obtained result not written: {exc} (`forensics check --json` "
                            "prints it)")
         return
-    result.note = _remove_stale(path)
+    result.note = _remove_stale(path, folder)
 
 
-def _remove_stale(path: Path) -> str:
+def _remove_stale(path: Path, folder: tuple[int, int] | None = None) -> str:
     """Remove ``path``, a stale ``expected.obtained.json`` (a link or FIFO is removed, never
-    followed); ``""``, or the line saying why it is left (a folder there)."""
+    followed) from its folder (the one of device and inode ``folder``, where given); ``""``,
+    or the line saying why it is left (a folder there)."""
+    from forensics.atomic import remove_in
+    from forensics.errors import OutputError
+
     try:
-        path.unlink(missing_ok=True)
+        if folder is None:
+            path.unlink(missing_ok=True)
+        else:
+            remove_in(path, folder)
+    except OutputError as exc:
+        return str(exc)
     except OSError as exc:
         return (f"'{terminal(path)}' is left as it was ({exc.strerror or exc}): it is no result "
                 "of this replay; remove it")
     return ""
 
 
-def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) -> Path:
+def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS,
+               folder: tuple[int, int] | None = None) -> Path:
     """Replay ``capture`` through ``variants`` and write the result as its ``expected.json``
     (a warning names the records of sites this install does not know: no verdict of theirs
-    is in it)."""
+    is in it); ``folder``: as :func:`check` takes it.
+
+    Raises:
+        OutputError: it cannot be written (or ``folder`` is no longer at its name)."""
     capture = user_path(capture)
     obtained, not_known, launches, unread = obtain(capture, variants)
     dropped = _held_besides(capture, variants)
-    path = write_json(capture / EXPECTED_NAME, obtained)
+    path = write_json(capture / EXPECTED_NAME, obtained, folder)
     if dropped:  # a baseline's expectations are never lost without a word
         names = ", ".join(shortened(name) for name in dropped)
         check, suite = accept_options([*variants, *dropped])
@@ -357,7 +373,7 @@ def regenerate(capture: Path | str, variants: Sequence[str] = DEFAULT_VARIANTS) 
                       f"(not replayed: {', '.join(shortened(v) for v in variants)}); to keep "
                       f"them: forensics check {shell_path(capture)} --accept{check} (in a test "
                       f"suite: --forensics-regen{suite})", stacklevel=2)
-    note = _remove_stale(capture / OBTAINED_NAME)
+    note = _remove_stale(capture / OBTAINED_NAME, folder)
     if note:
         warnings.warn(note, stacklevel=2)
     if not_known:  # the baseline holds no verdict of them
@@ -384,13 +400,16 @@ def _held_besides(capture: Path, variants: Sequence[str]) -> list[str]:
     return [name for name in held if name not in variants]
 
 
-def write_json(path: Path, data: dict[str, Any]) -> Path:
+def write_json(path: Path, data: dict[str, Any], folder: tuple[int, int] | None = None
+               ) -> Path:
     """Write ``data`` as indented JSON atomically (:func:`forensics.atomic.write_atomically`:
     a new private file, never a link that a capture may hold, then a rename over ``path``);
     return ``path``.
 
-    Raises OutputError when it cannot be written.
+    Raises OutputError when it cannot be written (or its folder is not ``folder``:
+    :func:`forensics.atomic.same_folder`).
     """
     from forensics.atomic import write_text_atomically
 
-    return write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                 folder=folder)

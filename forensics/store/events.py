@@ -54,7 +54,7 @@ UNACCOUNTED_WHY = "counted in its probe_stop's records, yet neither written nor 
 #: why some of those were, where its ``probe_stop`` says so (``lost_to_signal``: T131f)
 LOST_WHY = ("lost to a signal, its probe_stop says (a handler raised, as KeyboardInterrupt or "
             "SystemExit, as their outputs were copied, or as they were handed to the writer or "
-            "waited for room in its ring)")
+            "waited for room in its ring or for the probe's lock)")
 
 
 def dropped_by_probe(events: Iterable[dict[str, Any]], field: str = "events_dropped") -> int:

@@ -50,7 +50,7 @@ def test_the_records_lost_to_a_signal_are_said(
             "probe_stop's records, yet neither written nor dropped, 2 of these lost to a "
             "signal, its probe_stop says (a handler raised, as KeyboardInterrupt or SystemExit,"
             " as their outputs were copied, or as they were handed to the writer or waited"
-            " for room in its ring))"
+            " for room in its ring or for the probe's lock))"
             ) in said, said
 
 

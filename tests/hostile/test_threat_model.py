@@ -1825,6 +1825,12 @@ TESTS = {
               "test_a_direct_run_kernels_call_has_the_commands_limits"],
     "T156d": ["tests/hostile/test_round25_fix25a.py::"
               "test_a_split_triages_pieces_start_no_kernel_worker"],
+    "T159a": ["tests/hostile/test_round25_attack25b.py::"
+              "test_a_record_a_signal_cuts_before_it_is_queued_is_counted"],
+    "T159b": ["tests/hostile/test_round25_attack25b.py::"
+              "test_a_capture_swapped_for_a_link_during_its_replay_is_not_written_through"],
+    "T159c": ["tests/hostile/test_round25_attack25b.py::"
+              "test_a_launch_the_overall_deadline_cuts_is_not_run_not_unreplayable"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
