@@ -227,6 +227,7 @@ class Chains:
         before = self.events[at - 1] if at else None
         if key is not None and before is not None and ends(before, event["step"], self.closed):
             del self.events[at]  # the API server's report of the crash before: that crash's
+            self._closes(event, before)
             report(before, key, number, text)
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
@@ -236,6 +237,15 @@ class Chains:
             return
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
         _say_cut(event)
+
+    def _closes(self, event: dict[str, Any], crash: dict[str, Any]) -> None:
+        """Move the mark of an engine's start after ``event`` (a report's chain, removed as it
+        joins ``crash``) to ``crash``: a removed event's id is freed for a later crash's event
+        to take (its report then stood as a crash of its own), and the start came after
+        ``crash`` too (a death reported after it is another crash's)."""
+        if id(event) in self.closed:
+            self.closed.discard(id(event))
+            self.closed.add(id(crash))
 
     def _place(self, event: dict[str, Any]) -> int | None:
         """Where ``event`` is in :attr:`events`: after it, at most the events of the chains

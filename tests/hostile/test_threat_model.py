@@ -1811,6 +1811,10 @@ TESTS = {
               "test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it",
               "tests/hostile/test_round24_lead.py::"
               "test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child"],
+    "T158a": ["tests/hostile/test_round25_attack25a.py::"
+              "test_an_engine_start_inside_a_report_leaves_a_later_crash_its_report",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_an_engine_start_inside_a_report_closes_the_crash_it_reports"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
