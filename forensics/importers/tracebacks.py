@@ -10,9 +10,10 @@ stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writ
 itself), its next line goes on with it (a chain of no prefix, plain stderr's, is paused so by a
 prefixed line while it is in its frames or at a link, and ended by one once its exception is
 read), and a line of its prefix that is not its own ends it; a traceback logged at a level
-that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
-stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
-traceback without a link.
+that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain, of a prefix or of
+none (plain stderr), ends at a line of its prefix that is an event by itself (a CUDA assert, a
+probe line) once its exception is read, or at a new traceback without a link; a probe line is
+never a chain's (a record, read as one wherever it stands).
 
 The event carries its own line: ``line`` and ``message`` are the root exception's line (the
 ``Traceback`` line until one is read), ``first_line``/``last_line`` span the chain, and it
@@ -72,17 +73,20 @@ class Chains:
 
     ``kind_of(text)`` is the event kind a line names by itself (None for none): the root
     exception's kind names the chain's (``engine_exception`` when it names none);
-    ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain
-    without prefix); ``max_line``: the bound a line given ``cut`` was cut at.
+    ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain once
+    its exception is read); ``is_record(text)`` whether it is a probe line (a record, never a
+    chain's line); ``max_line``: the bound a line given ``cut`` was cut at.
     """
 
     def __init__(self, events: list[dict[str, Any]], source: str,
                  kind_of: Callable[[str], str | None],
-                 stands_alone: Callable[[str], bool], max_line: int) -> None:
+                 stands_alone: Callable[[str], bool], is_record: Callable[[str], bool],
+                 max_line: int) -> None:
         self.events = events
         self.source = source
         self.kind_of = kind_of
         self.stands_alone = stands_alone
+        self.is_record = is_record
         self.max_line = max_line
         self.event: dict[str, Any] | None = None  # the open chain's event
         #: the event of :attr:`events` the open chain's lines belong to (another's, joined)
@@ -104,6 +108,9 @@ class Chains:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
         line is not a chain's, and any open chain has ended before it. ``cut``: the line is
         the first :attr:`max_line` bytes of a longer one (the chain's event says so)."""
+        if self.is_record(text):
+            self._passed(text)
+            return False
         prefix = PREFIX_RE.match(text)
         tag = prefix.group(0) if prefix else ""
         body = text[len(tag):].rstrip("\r\n")
@@ -121,6 +128,17 @@ class Chains:
             self._cut(number, cut)
             return True
         return False
+
+    def _passed(self, text: str) -> None:
+        """A probe line ``text`` (a record, never a chain's line: it was read as the exception
+        of a chain in its frames, and as a further line of the message of a prefixed chain's
+        exception or of a dropped chain, the record lost) ends a chain of its process whose
+        exception is read, as any line that is an event by itself does; a chain in its frames,
+        or of another process, goes on after it."""
+        prefix = PREFIX_RE.match(text)
+        if self.event is not None and (prefix.group(0) if prefix else "") == self.tag \
+                and not self.in_frames and not self.linked:
+            self.event = None
 
     def _switch(self, tag: str) -> None:
         """Pause the open chain where a line of another log prefix, or of none, comes (two
@@ -181,7 +199,7 @@ class Chains:
     def _continues(self, number: int, text: str, tag: str, body: str) -> bool:
         """Read one more line into the open chain; False when the line is not the chain's."""
         stripped = body.strip()
-        if tag != self.tag or (not tag and not self.in_frames and self.stands_alone(text)):
+        if tag != self.tag or (not self.in_frames and self.stands_alone(text)):
             return False
         if stripped.startswith(TRACEBACK):
             if not self.in_frames and not self.linked:

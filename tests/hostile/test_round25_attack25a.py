@@ -68,3 +68,53 @@ def test_an_engine_start_inside_a_report_closes_the_crash_it_reports(tmp_path: P
                                 *REPORT[2:], *REPORT])
     assert [e["kind"] for e in after] == ["engine_exception", "engine_dead"], after
     assert [(e["kind"], e["line"]) for e in inside] == [(e["kind"], e["line"]) for e in after]
+
+
+# ------ T158b: a worker's probe lines and its device's assert after its own traceback are read
+
+#: a worker's probe line (the embedding's summary) and its device's assert, as it prints them
+PROBE = "SM70-TEMB: rows=1000 input=(4,) dtype=torch.int32 min=-1 max=7 step=40 rank=0"
+ASSERT = ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1515: indexSelectSmallIndex: block: "
+          "[0,0,0], thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.")
+
+
+def _read(tmp_path: Path, lines: list[str]) -> tuple[list[tuple[str, int, Any]], int]:
+    """The events (kind, line, exception) and the number of records ``import`` reads of a log
+    of ``lines``."""
+    from forensics.importers import read_source
+
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    imported = read_source(log)
+    return ([(e["kind"], e["line"], e.get("exception")) for e in imported.events],
+            len(imported.records))
+
+
+def test_a_worker_s_lines_after_its_own_traceback_are_read(tmp_path: Path) -> None:
+    """A worker's traceback on its stderr (each line with its process's prefix), then its probe
+    line and its device's assert: the traceback's event, a record and the assert's event, as of
+    the same lines without a prefix. Both were read as further lines of the exception's
+    message: the record and the crash's assert gone (1 event, 0 records)."""
+    lines = [*_traceback("ValueError: printed and caught"), PROBE, ASSERT]
+    plain = _read(tmp_path, lines)
+    assert [kind for kind, _, _ in plain[0]] == ["engine_exception", "cuda_assert"]
+    assert plain[1] == 1
+    assert _read(tmp_path, _prefixed("Worker_TP0 pid=100", lines, level="")) == plain
+    # a probe line between its frames is a record, its exception still the chain's
+    inside = [*lines[:2], PROBE, *lines[2:]]
+    assert _read(tmp_path, _prefixed("Worker_TP0 pid=100", inside, level="")) == (
+        [(kind, line + (line > 2), exception) for kind, line, exception in plain[0]], 2)
+
+
+def test_a_dropped_chain_s_worker_s_probe_lines_are_read(tmp_path: Path) -> None:
+    """300 workers' tracebacks interleaved line by line (more than the 256 chains kept open),
+    then the first worker's probe lines: three records. A dropped chain's later lines were read
+    as no one's, its worker's records among them."""
+    tags = [f"Worker_TP{i} pid={1000 + i}" for i in range(300)]
+    chains = [_prefixed(tag, _traceback(f"RuntimeError: boom {i}"), level="")
+              for i, tag in enumerate(tags)]
+    lines = [chain[j] for j in range(4) for chain in chains]
+    lines += _prefixed(tags[0], [PROBE.replace("step=40", f"step={s}") for s in (40, 41, 42)],
+                       level="")
+    events, records = _read(tmp_path, lines)
+    assert (len(events), records) == (300, 3)

@@ -1815,6 +1815,10 @@ TESTS = {
               "test_an_engine_start_inside_a_report_leaves_a_later_crash_its_report",
               "tests/hostile/test_round25_attack25a.py::"
               "test_an_engine_start_inside_a_report_closes_the_crash_it_reports"],
+    "T158b": ["tests/hostile/test_round25_attack25a.py::"
+              "test_a_worker_s_lines_after_its_own_traceback_are_read",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_a_dropped_chain_s_worker_s_probe_lines_are_read"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
