@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from test_round14_fix14 import plugin_captures  # noqa: F401  (a fixture)
+
 
 def _prefixed(tag: str, lines: list[str], level: str = "ERROR 12-02 10:46:44 [x.py:9] "
               ) -> list[str]:
@@ -118,3 +120,39 @@ def test_a_dropped_chain_s_worker_s_probe_lines_are_read(tmp_path: Path) -> None
                        level="")
     events, records = _read(tmp_path, lines)
     assert (len(events), records) == (300, 3)
+
+
+# ------ T158c: a triage row's conclusion is not read from the words its error quotes
+
+
+def test_a_capture_s_name_cannot_make_an_unreadable_capture_empty(tmp_path: Path) -> None:
+    """``triage``: captures whose manifest is not JSON, named so that their error (which quotes
+    the path) holds the words of a capture of no records, or of only sites not known: each is
+    ``unreadable``. They were 'empty' ('1 capture: capture of no records') and 'not judged'."""
+    from forensics.fleet.piece import NO_RECORDS, ONLY_NOT_KNOWN
+    from forensics.fleet.triage import triage
+
+    names = [f"it {NO_RECORDS}.capture", f"it {ONLY_NOT_KNOWN}.capture", "plain.capture"]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text('{"format": 1, "model": ')
+    rows = triage([tmp_path], workers=1).rows
+    assert {row["name"]: row["conclusion"] for row in rows} == dict.fromkeys(names,
+                                                                           "unreadable"), rows
+
+
+def test_a_capture_s_name_cannot_add_a_reason_to_its_group_s_title(
+        plugin_captures: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    """``triage``: a capture holding only records of a site not known, named after the words
+    of files cut short: its group's title names the sites not known alone. It said "records
+    not judged (sites not known to this install, files cut short)", of no file cut short."""
+    import shutil
+
+    from forensics.fleet.output import flat_rows
+    from forensics.fleet.triage import triage
+    from forensics.store.paths import CUT_SHORT
+
+    capture = Path(shutil.copytree(plugin_captures["only"], tmp_path / f"{CUT_SHORT}.capture"))
+    (flat,) = flat_rows(triage([capture], workers=1))
+    assert flat["conclusion"] == "not judged", flat
+    assert flat["group"].endswith("records not judged (sites not known to this install)"), flat

@@ -1819,6 +1819,10 @@ TESTS = {
               "test_a_worker_s_lines_after_its_own_traceback_are_read",
               "tests/hostile/test_round25_attack25a.py::"
               "test_a_dropped_chain_s_worker_s_probe_lines_are_read"],
+    "T158c": ["tests/hostile/test_round25_attack25a.py::"
+              "test_a_capture_s_name_cannot_make_an_unreadable_capture_empty",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_a_capture_s_name_cannot_add_a_reason_to_its_group_s_title"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
