@@ -36,6 +36,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from forensics.store.events import is_count
+
 #: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
 PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?"
                        r"(?:(?P<level>[A-Z]+)\s+\d\d-\d\d\s+[\d:]+\s+\[[^\]]*\]\s?)?")
@@ -313,13 +315,15 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
 
 def death_lines(event: dict[str, Any]) -> str:
     """``"2 lines report a death (lines, not deaths)"`` for an event holding reports of a death
-    (:data:`REPORTS`: their ``count``, 1 when it has none); ``""`` for one holding none."""
+    (:data:`REPORTS`: their ``count``, 1 when it has none or one that is no positive int64:
+    a capture's two counts of 4,300 digits summed to one no text can hold); ``""`` for one
+    holding none."""
     lines = 0
     for key in set(REPORTS.values()):
         said = event.get(key)
         if isinstance(said, dict):
             count = said.get("count", 1)
-            lines += count if type(count) is int and count > 0 else 1
+            lines += count if is_count(count) and count > 0 else 1
     if not lines:
         return ""
     return f"{lines} line{'s' if lines > 1 else ''} report{'' if lines > 1 else 's'} a death " \

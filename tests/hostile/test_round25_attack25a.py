@@ -156,3 +156,26 @@ def test_a_capture_s_name_cannot_add_a_reason_to_its_group_s_title(
     (flat,) = flat_rows(triage([capture], workers=1))
     assert flat["conclusion"] == "not judged", flat
     assert flat["group"].endswith("records not judged (sites not known to this install)"), flat
+
+
+# ------ T158d: an event's counts of the reports of a death past int64 are no internal error
+
+
+def test_inspect_counts_no_report_past_int64(tmp_path: Path) -> None:
+    """``inspect``: an event whose `engine_dead` and `died` each claim 4,300 digits of lines
+    (each one Python can print) ended the command in an internal error (their sum, 4,301
+    digits, cannot be printed: a ValueError); a count that is no non-negative int64 is one
+    line, as a count that is no integer was."""
+    from forensics.commands.inspect import render
+    from forensics.store.reader import load
+
+    capture = tmp_path / "c.capture"
+    capture.mkdir()
+    (capture / "manifest.json").write_text('{"format": 1}')
+    many = "9" * 4300
+    (capture / "events-w0.jsonl").write_text(
+        '{"kind": "engine_exception", "step": 3, "rank": 0, "message": "boom", '
+        f'"engine_dead": {{"line": 1, "count": {many}}}, "died": {{"line": 2, "count": {many}}}}}'
+        '\n')
+    text = render(load(capture).summary())
+    assert "boom [2 lines report a death (lines, not deaths)]" in text, text
