@@ -32,6 +32,7 @@ its own is (:mod:`forensics.importers.logs`); every report of one crash is kept 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -103,8 +104,9 @@ class Chains:
         #: log prefix -> the state (:data:`STATE`) of its chain, open while a line of another
         #: prefix came: its next line of that prefix goes on with it
         self.paused: dict[str, tuple[Any, ...]] = {}
-        #: the prefixes whose paused chains were dropped (:meth:`_drop`; one per event at most)
-        self.dropped: set[str] = set()
+        #: the prefixes whose paused chains were dropped (:meth:`_drop`; one per event at
+        #: most), each as its :func:`digest` (a prefix kept whole held the log in memory)
+        self.dropped: set[bytes] = set()
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
@@ -121,9 +123,10 @@ class Chains:
             self._cut(number, cut)
             return True
         self.event = None
-        if tag in self.dropped and not body.strip().startswith(TRACEBACK):
+        key = digest(tag) if self.dropped else b""
+        if key in self.dropped and not body.strip().startswith(TRACEBACK):
             return True  # a line of a chain dropped from the paused ones (:meth:`_drop`)
-        self.dropped.discard(tag)
+        self.dropped.discard(key)
         if body.strip().startswith(TRACEBACK) and (prefix is None
                                                   or prefix["level"] in CRASH_LEVELS):
             self._open(number, text, tag, step)
@@ -165,7 +168,7 @@ class Chains:
         says its later lines were not read, and they are read as no one's (until a new
         traceback of ``tag``); each was an event of its own, its exception line a crash."""
         holder = self.paused.pop(tag)[STATE.index("holder")]
-        self.dropped.add(tag)
+        self.dropped.add(digest(tag))
         if holder is not None and "unread" not in holder:
             holder["unread"] = (f"its lines after line {holder['last_line']} were not read: "
                                 f"more than {MAX_PAUSED} other tracebacks were open at once")
@@ -276,6 +279,12 @@ class Chains:
             if self.events[at] is event:
                 return at
         return None
+
+
+def digest(tag: str) -> bytes:
+    """16 bytes that tell the log prefix ``tag`` from any other (a prefix is up to a line's
+    64 KiB: a dropped chain's, kept whole, held about the log's size in memory)."""
+    return hashlib.blake2b(tag.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bool:

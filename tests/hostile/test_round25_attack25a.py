@@ -179,3 +179,32 @@ def test_inspect_counts_no_report_past_int64(tmp_path: Path) -> None:
         '\n')
     text = render(load(capture).summary())
     assert "boom [2 lines report a death (lines, not deaths)]" in text, text
+
+
+# ------ T158e: the prefixes of dropped chains do not hold the log in memory
+
+
+def test_dropped_chains_prefixes_hold_no_copy_of_the_log(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """``import``: a log of 400 tracebacks of 400 prefixes of 50,000 characters each (20 MB),
+    interleaved, the chains kept open 2 (:data:`MAX_PAUSED` made small): its peak is not the
+    log's size. Each dropped chain's prefix was kept whole to tell its later lines by (about
+    the log's size in memory: 1 GiB of a 1 GiB log); it keeps 16 bytes of each."""
+    import tracemalloc
+
+    from forensics.importers import read_source, tracebacks
+
+    monkeypatch.setattr(tracebacks, "MAX_PAUSED", 2)
+    log = tmp_path / "engine.log"
+    with log.open("w") as out:
+        for i in range(400):
+            out.write(f"({i:08d}{'A' * 50_000}) ERROR 12-02 10:46:44 [x.py:9] "
+                      "Traceback (most recent call last):\n")
+    tracemalloc.start()
+    try:
+        events = read_source(log).events
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(events) == 400
+    assert peak < 8_000_000, peak  # 23 MB before; 3 MB
