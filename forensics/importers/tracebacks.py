@@ -137,12 +137,13 @@ class Chains:
     def _passed(self, text: str) -> None:
         """A probe line ``text`` (a record, never a chain's line: it was read as the exception
         of a chain in its frames, and as a further line of the message of a prefixed chain's
-        exception or of a dropped chain, the record lost) ends a chain of its process whose
-        exception is read, as any line that is an event by itself does; a chain in its frames,
-        or of another process, goes on after it."""
+        exception or of a dropped chain, the record lost) ends a chain of its process, or of
+        no prefix, whose exception is read, as any line that is an event by itself (or, of
+        another process, any line) does; a chain in its frames, or of another process, goes on
+        after it."""
         prefix = PREFIX_RE.match(text)
-        if self.event is not None and (prefix.group(0) if prefix else "") == self.tag \
-                and not self.in_frames and not self.linked:
+        if self.event is not None and not self.in_frames and not self.linked \
+                and self.tag in ("", prefix.group(0) if prefix else ""):
             self.event = None
 
     def _switch(self, tag: str) -> None:

@@ -106,6 +106,9 @@ def test_a_worker_s_lines_after_its_own_traceback_are_read(tmp_path: Path) -> No
     inside = [*lines[:2], PROBE, *lines[2:]]
     assert _read(tmp_path, _prefixed("Worker_TP0 pid=100", inside, level="")) == (
         [(kind, line + (line > 2), exception) for kind, line, exception in plain[0]], 2)
+    # a chain of no prefix still ends at another process's probe line, as at any of its lines
+    tagged = _prefixed("Worker_TP0 pid=100", [PROBE], level="")
+    assert _events(tmp_path, [*lines[:4], *tagged, "a plain line"])[0]["last_line"] == 4
 
 
 def test_a_dropped_chain_s_worker_s_probe_lines_are_read(tmp_path: Path) -> None:
