@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.escaping import terminal
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
 from forensics.store.events import LEFT_OUT, NEVER_WRITTEN
 from forensics.store.paths import CUT_SHORT
@@ -30,9 +31,10 @@ def conclusion(row: dict[str, Any]) -> str:
     :func:`~forensics.fleet.stitch.stopped_text`),
     else ``clean``."""
     if row.get("error"):
-        if ONLY_NOT_KNOWN in str(row["error"]):
+        own = own_error(row)
+        if own.startswith(ONLY_NOT_KNOWN):
             return "not judged"
-        return "empty" if NO_RECORDS in str(row["error"]) else "unreadable"
+        return "empty" if own.startswith(NO_RECORDS) else "unreadable"
     if row.get("known"):
         return "known"
     verdicts = set((row.get("verdicts") or {}).get(BASELINE, {}).values())
@@ -47,6 +49,15 @@ def conclusion(row: dict[str, Any]) -> str:
     if row.get("crashed"):
         return "unexplained"
     return "divergence not judged" if row.get("contested") or row.get("divergence") else "clean"
+
+
+def own_error(row: dict[str, Any]) -> str:
+    """The words of the error of ``row`` after its capture's quoted name, where the error is
+    its piece's own of the capture (:data:`NO_RECORDS`, :data:`ONLY_NOT_KNOWN`), else ``""``:
+    never the name's words (a capture named 'it holds no records.capture' whose manifest is not
+    JSON was ``empty``)."""
+    error, name = str(row.get("error") or ""), f"'{terminal(row.get('name'))}' "
+    return error[len(name):] if error.startswith(name) else ""
 
 
 #: what the value of a finding that is in range is, by its kind
@@ -91,7 +102,7 @@ def what(row: dict[str, Any]) -> str:
         div = row["divergence"]
         return f"rank divergence in {div['tensor']} at {div['site']}"
     if kind == "not judged":
-        why = str(row.get("not_judged") or row.get("error") or "")
+        why = str(row.get("not_judged") or own_error(row))
         reasons = [reason for reason, said in (("sites not known to this install", NOT_KNOWN_SAID),
                                                ("files cut short", CUT_SHORT),
                                                ("records never written", NEVER_WRITTEN),

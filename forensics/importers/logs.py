@@ -158,7 +158,7 @@ class _LogParser:
         self.last_named = True  # whether the probe line before named its step
         self.probes = probe_lines()
         self.chains = Chains(self.result.events, path.name, kind_of, self._stands_alone,
-                             MAX_LINE)
+                             lambda text: bool(self._probe(text)), MAX_LINE)
 
     def line(self, number: int, text: str, cut: bool = False) -> None:
         """Read one line; ``cut``: it was longer than :data:`MAX_LINE` and is its first
@@ -205,8 +205,8 @@ class _LogParser:
         return []
 
     def _stands_alone(self, text: str) -> bool:
-        """Whether the line is an event or a record by itself (it ends a chain without
-        prefix)."""
+        """Whether the line is an event or a record by itself (it ends a chain whose exception
+        is read)."""
         return bool(self._probe(text)) or _classify(text) is not None
 
     def _check_events(self, number: int) -> None:

@@ -10,9 +10,10 @@ stderr), pauses it (two processes' tracebacks interleave line by line: vLLM writ
 itself), its next line goes on with it (a chain of no prefix, plain stderr's, is paused so by a
 prefixed line while it is in its frames or at a link, and ended by one once its exception is
 read), and a line of its prefix that is not its own ends it; a traceback logged at a level
-that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain without prefix (plain
-stderr) ends at a line that is an event by itself (a CUDA assert, a probe line) or a new
-traceback without a link.
+that is no crash's (:data:`CRASH_LEVELS`: a warning's) opens none. A chain, of a prefix or of
+none (plain stderr), ends at a line of its prefix that is an event by itself (a CUDA assert, a
+probe line) once its exception is read, or at a new traceback without a link; a probe line is
+never a chain's (a record, read as one wherever it stands).
 
 The event carries its own line: ``line`` and ``message`` are the root exception's line (the
 ``Traceback`` line until one is read), ``first_line``/``last_line`` span the chain, and it
@@ -31,9 +32,12 @@ its own is (:mod:`forensics.importers.logs`); every report of one crash is kept 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
+
+from forensics.store.events import is_count
 
 #: vLLM's log prefix: ``(EngineCore pid=1) ERROR 12-02 10:46:44 [dump_input.py:72] ``
 PREFIX_RE = re.compile(r"(?:\([^)]*\)\s+)?"
@@ -72,17 +76,20 @@ class Chains:
 
     ``kind_of(text)`` is the event kind a line names by itself (None for none): the root
     exception's kind names the chain's (``engine_exception`` when it names none);
-    ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain
-    without prefix); ``max_line``: the bound a line given ``cut`` was cut at.
+    ``stands_alone(text)`` says whether a line is an event of its own (it ends a chain once
+    its exception is read); ``is_record(text)`` whether it is a probe line (a record, never a
+    chain's line); ``max_line``: the bound a line given ``cut`` was cut at.
     """
 
     def __init__(self, events: list[dict[str, Any]], source: str,
                  kind_of: Callable[[str], str | None],
-                 stands_alone: Callable[[str], bool], max_line: int) -> None:
+                 stands_alone: Callable[[str], bool], is_record: Callable[[str], bool],
+                 max_line: int) -> None:
         self.events = events
         self.source = source
         self.kind_of = kind_of
         self.stands_alone = stands_alone
+        self.is_record = is_record
         self.max_line = max_line
         self.event: dict[str, Any] | None = None  # the open chain's event
         #: the event of :attr:`events` the open chain's lines belong to (another's, joined)
@@ -97,13 +104,17 @@ class Chains:
         #: log prefix -> the state (:data:`STATE`) of its chain, open while a line of another
         #: prefix came: its next line of that prefix goes on with it
         self.paused: dict[str, tuple[Any, ...]] = {}
-        #: the prefixes whose paused chains were dropped (:meth:`_drop`; one per event at most)
-        self.dropped: set[str] = set()
+        #: the prefixes whose paused chains were dropped (:meth:`_drop`; one per event at
+        #: most), each as its :func:`digest` (a prefix kept whole held the log in memory)
+        self.dropped: set[bytes] = set()
 
     def take(self, number: int, text: str, step: int | None, cut: bool = False) -> bool:
         """Whether the line belongs to a chain (it opens, continues or ends one); False: the
         line is not a chain's, and any open chain has ended before it. ``cut``: the line is
         the first :attr:`max_line` bytes of a longer one (the chain's event says so)."""
+        if self.is_record(text):
+            self._passed(text)
+            return False
         prefix = PREFIX_RE.match(text)
         tag = prefix.group(0) if prefix else ""
         body = text[len(tag):].rstrip("\r\n")
@@ -112,15 +123,28 @@ class Chains:
             self._cut(number, cut)
             return True
         self.event = None
-        if tag in self.dropped and not body.strip().startswith(TRACEBACK):
+        key = digest(tag) if self.dropped else b""
+        if key in self.dropped and not body.strip().startswith(TRACEBACK):
             return True  # a line of a chain dropped from the paused ones (:meth:`_drop`)
-        self.dropped.discard(tag)
+        self.dropped.discard(key)
         if body.strip().startswith(TRACEBACK) and (prefix is None
                                                   or prefix["level"] in CRASH_LEVELS):
             self._open(number, text, tag, step)
             self._cut(number, cut)
             return True
         return False
+
+    def _passed(self, text: str) -> None:
+        """A probe line ``text`` (a record, never a chain's line: it was read as the exception
+        of a chain in its frames, and as a further line of the message of a prefixed chain's
+        exception or of a dropped chain, the record lost) ends a chain of its process, or of
+        no prefix, whose exception is read, as any line that is an event by itself (or, of
+        another process, any line) does; a chain in its frames, or of another process, goes on
+        after it."""
+        prefix = PREFIX_RE.match(text)
+        if self.event is not None and not self.in_frames and not self.linked \
+                and self.tag in ("", prefix.group(0) if prefix else ""):
+            self.event = None
 
     def _switch(self, tag: str) -> None:
         """Pause the open chain where a line of another log prefix, or of none, comes (two
@@ -145,7 +169,7 @@ class Chains:
         says its later lines were not read, and they are read as no one's (until a new
         traceback of ``tag``); each was an event of its own, its exception line a crash."""
         holder = self.paused.pop(tag)[STATE.index("holder")]
-        self.dropped.add(tag)
+        self.dropped.add(digest(tag))
         if holder is not None and "unread" not in holder:
             holder["unread"] = (f"its lines after line {holder['last_line']} were not read: "
                                 f"more than {MAX_PAUSED} other tracebacks were open at once")
@@ -181,7 +205,7 @@ class Chains:
     def _continues(self, number: int, text: str, tag: str, body: str) -> bool:
         """Read one more line into the open chain; False when the line is not the chain's."""
         stripped = body.strip()
-        if tag != self.tag or (not tag and not self.in_frames and self.stands_alone(text)):
+        if tag != self.tag or (not self.in_frames and self.stands_alone(text)):
             return False
         if stripped.startswith(TRACEBACK):
             if not self.in_frames and not self.linked:
@@ -227,6 +251,7 @@ class Chains:
         before = self.events[at - 1] if at else None
         if key is not None and before is not None and ends(before, event["step"], self.closed):
             del self.events[at]  # the API server's report of the crash before: that crash's
+            self._closes(event, before)
             report(before, key, number, text)
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
@@ -237,6 +262,15 @@ class Chains:
         event.update(kind=kind or "engine_exception", line=number, message=text.strip()[:TEXT])
         _say_cut(event)
 
+    def _closes(self, event: dict[str, Any], crash: dict[str, Any]) -> None:
+        """Move the mark of an engine's start after ``event`` (a report's chain, removed as it
+        joins ``crash``) to ``crash``: a removed event's id is freed for a later crash's event
+        to take (its report then stood as a crash of its own), and the start came after
+        ``crash`` too (a death reported after it is another crash's)."""
+        if id(event) in self.closed:
+            self.closed.discard(id(event))
+            self.closed.add(id(crash))
+
     def _place(self, event: dict[str, Any]) -> int | None:
         """Where ``event`` is in :attr:`events`: after it, at most the events of the chains
         of other prefixes opened while it was (:data:`MAX_PAUSED`, and what they joined), or
@@ -246,6 +280,12 @@ class Chains:
             if self.events[at] is event:
                 return at
         return None
+
+
+def digest(tag: str) -> bytes:
+    """16 bytes that tell the log prefix ``tag`` from any other (a prefix is up to a line's
+    64 KiB: a dropped chain's, kept whole, held about the log's size in memory)."""
+    return hashlib.blake2b(tag.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def ends(crash: dict[str, Any] | None, step: int | None, closed: set[int]) -> bool:
@@ -285,13 +325,15 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
 
 def death_lines(event: dict[str, Any]) -> str:
     """``"2 lines report a death (lines, not deaths)"`` for an event holding reports of a death
-    (:data:`REPORTS`: their ``count``, 1 when it has none); ``""`` for one holding none."""
+    (:data:`REPORTS`: their ``count``, 1 when it has none or one that is no positive int64:
+    a capture's two counts of 4,300 digits summed to one no text can hold); ``""`` for one
+    holding none."""
     lines = 0
     for key in set(REPORTS.values()):
         said = event.get(key)
         if isinstance(said, dict):
             count = said.get("count", 1)
-            lines += count if type(count) is int and count > 0 else 1
+            lines += count if is_count(count) and count > 0 else 1
     if not lines:
         return ""
     return f"{lines} line{'s' if lines > 1 else ''} report{'' if lines > 1 else 's'} a death " \

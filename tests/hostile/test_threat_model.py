@@ -1831,6 +1831,22 @@ TESTS = {
               "test_a_capture_swapped_for_a_link_during_its_replay_is_not_written_through"],
     "T159c": ["tests/hostile/test_round25_attack25b.py::"
               "test_a_launch_the_overall_deadline_cuts_is_not_run_not_unreplayable"],
+    "T158a": ["tests/hostile/test_round25_attack25a.py::"
+              "test_an_engine_start_inside_a_report_leaves_a_later_crash_its_report",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_an_engine_start_inside_a_report_closes_the_crash_it_reports"],
+    "T158b": ["tests/hostile/test_round25_attack25a.py::"
+              "test_a_worker_s_lines_after_its_own_traceback_are_read",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_a_dropped_chain_s_worker_s_probe_lines_are_read"],
+    "T158c": ["tests/hostile/test_round25_attack25a.py::"
+              "test_a_capture_s_name_cannot_make_an_unreadable_capture_empty",
+              "tests/hostile/test_round25_attack25a.py::"
+              "test_a_capture_s_name_cannot_add_a_reason_to_its_group_s_title"],
+    "T158d": ["tests/hostile/test_round25_attack25a.py::"
+              "test_inspect_counts_no_report_past_int64"],
+    "T158e": ["tests/hostile/test_round25_attack25a.py::"
+              "test_dropped_chains_prefixes_hold_no_copy_of_the_log"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
