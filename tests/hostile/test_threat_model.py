@@ -1811,6 +1811,10 @@ TESTS = {
               "test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it",
               "tests/hostile/test_round24_lead.py::"
               "test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child"],
+    "T160a": ["tests/hostile/test_round25_attack25c.py::"
+              "test_the_draft_title_names_a_guard_claim_s_row_as_the_batch_s_row",
+              "tests/hostile/test_round24_fix24d.py::"
+              "test_the_draft_title_tells_two_elements_of_one_value_apart"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

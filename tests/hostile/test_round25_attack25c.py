@@ -1,0 +1,53 @@
+"""Round 25 of hostile input, attack 25c: the sentences outputs print, read against what the
+capture holds (the draft title's guard claims, the next steps of a capture taken in guard mode,
+redact's line of the fields it dropped)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+# ------------------------------ T160a: a guard claim's row is the batch's row, no element
+
+
+def _raised_at(capture: Path, *calls: tuple[int, list[int]]) -> None:
+    """``capture``'s events: per call (step, the batch's cumulative token counts) the guard's
+    ``guard_violation`` of input_ids[5] = 70000 as the probe writes it (``check_ids``)."""
+    from forensics.probe.guard import bounds_error, check_ids
+
+    events = []
+    for step, cumulative in calls:
+        ids = np.zeros(cumulative[-1], dtype=np.int64)
+        ids[5] = 70000
+        found = check_ids("embedding", "input_ids", ids, 32000, np.array(cumulative))
+        assert found is not None
+        events.append({"kind": "guard_violation", "process": "w0", "pid": 5, "rank": 0,
+                       "step": step, "site": found.site, "row": found.row,
+                       "tensor": found.tensor, "value": found.value, "bound": found.upper,
+                       "message": str(bounds_error(found, step, 0, capture))})
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_the_draft_title_names_a_guard_claim_s_row_as_the_batch_s_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard raised on input_ids[5] = 70000 at two steps, in the batch's rows 2 and 1 (its
+    events' ``row``; the element is in the tensor's name): the draft was titled "input_ids[5][2]
+    = 70000 at embedding (guard_violation), input_ids[5][1] = 70000 ...", an element of a
+    two-dimensional tensor no event names (of ``out.draft_tokens_out``, row 0 read as its
+    element 0). The row is named as the guard's message names it: "at embedding row 2"."""
+    from test_round23_fix23a import _title
+
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "8")
+    assert code == 0, err
+    _raised_at(capture, (3, [2, 4, 8]), (7, [3, 6, 9]))
+    title = _title(capsys, capture)
+    assert "[5][" not in title, title
+    assert title.endswith(
+        "its 2 guard events name values out of range: input_ids[5] = 70000 at embedding row 2 "
+        "(guard_violation), input_ids[5] = 70000 at embedding row 1 (guard_violation)"), title
