@@ -173,3 +173,10 @@ def no_records_why(manifest: Any) -> str:
     if isinstance(manifest, dict) and isinstance(manifest.get("imported"), dict):
         return "it was imported from logs or crash dumps alone"
     return PROBE_NO_RECORDS
+
+
+def ran_in_guard_mode(manifest: Any) -> bool:
+    """Whether the manifest says the probe ran in guard mode (its ``probe.mode``, as the probe
+    writes it: ``"guard"``; anything else, or none, says nothing of it)."""
+    probe = manifest.get("probe") if isinstance(manifest, dict) else None
+    return isinstance(probe, dict) and probe.get("mode") == "guard"

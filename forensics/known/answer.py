@@ -400,8 +400,15 @@ def ran_none(baseline: str, result: ReplayResult) -> str:
 
 def _guard_step(evidence: Evidence) -> str:
     """The experiment for a bad index at a recorded site: guard mode, or, where the probe's
-    guard already raised in this run (a ``guard_violation`` event), that event to read."""
-    if not any(e.get("kind") == "guard_violation" for e in evidence.events):
+    guard already raised in this run (a ``guard_violation`` event), that event to read; where
+    the manifest says the run was in guard mode already, no rerun in it."""
+    raised = any(e.get("kind") == "guard_violation" for e in evidence.events)
+    if not raised and evidence.guard_mode:
+        return ("A bad index used at one of the recorded sites: the capture's manifest says "
+                "the probe already ran in guard mode (probe.mode), and its events hold no "
+                "guard_violation (the guard's raise): rerunning in guard mode is what this "
+                "run did.")
+    if not raised:
         return ("A bad index used at one of the recorded sites: rerun with the probe in guard "
                 "mode, which raises where an index is about to be used out of range.")
     return ("A bad index used at one of the recorded sites: the capture's guard_violation "

@@ -51,3 +51,36 @@ def test_the_draft_title_names_a_guard_claim_s_row_as_the_batch_s_row(
     assert title.endswith(
         "its 2 guard events name values out of range: input_ids[5] = 70000 at embedding row 2 "
         "(guard_violation), input_ids[5] = 70000 at embedding row 1 (guard_violation)"), title
+
+
+# ------------------------------ T160b: a capture taken in guard mode is not told to rerun in it
+
+
+@pytest.mark.parametrize("mode", ["guard", "record"])
+def test_the_next_steps_of_a_capture_taken_in_guard_mode_do_not_ask_for_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    """A clean capture with a device's assert, whose manifest says the probe ran in guard mode
+    (``probe.mode``, as the probe writes it) and whose events hold no guard_violation, was
+    told "rerun with the probe in guard mode, which raises where an index is about to be used
+    out of range": the run was in guard mode, and its guard raised nothing. The step says so;
+    a capture taken in record mode is asked for guard mode as before."""
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "8")
+    assert code == 0, err
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["probe"] = {"mode": mode, "sites": ["embedding"], "ring": 4096,
+                         "flush_every": 256, "handoff": "record"}
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    events = [{"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 0},
+              {"kind": "cuda_assert", "process": "w0", "pid": 5, "rank": 0, "step": 8,
+               "message": "indexSelectSmallIndex: Assertion `srcIndex < srcSelectDimSize` "
+                          "failed."}]
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    asked = "rerun with the probe in guard mode, which raises" in said
+    assert asked == (mode == "record"), said
+    assert (("the capture's manifest says the probe already ran in guard mode (probe.mode), and "
+             "its events hold no guard_violation (the guard's raise): rerunning in guard mode is "
+             "what this run did.") in said) == (mode == "guard"), said

@@ -1815,6 +1815,8 @@ TESTS = {
               "test_the_draft_title_names_a_guard_claim_s_row_as_the_batch_s_row",
               "tests/hostile/test_round24_fix24d.py::"
               "test_the_draft_title_tells_two_elements_of_one_value_apart"],
+    "T160b": ["tests/hostile/test_round25_attack25c.py::"
+              "test_the_next_steps_of_a_capture_taken_in_guard_mode_do_not_ask_for_it"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
