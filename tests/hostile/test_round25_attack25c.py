@@ -84,3 +84,43 @@ def test_the_next_steps_of_a_capture_taken_in_guard_mode_do_not_ask_for_it(
     assert (("the capture's manifest says the probe already ran in guard mode (probe.mode), and "
              "its events hold no guard_violation (the guard's raise): rerunning in guard mode is "
              "what this run did.") in said) == (mode == "guard"), said
+
+
+# ------------------------------ T160c: redact names the fields of ours it drops, keeps the mode
+
+
+def test_redact_names_the_probe_s_own_fields_it_drops_and_keeps_its_mode(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The manifest and events the probe writes (its ``engine_id``, ``probe`` settings,
+    ``process.tag``, ``model.speculative_config``, ``probe_start``'s ``started``) and an
+    import's ``imported`` entry were dropped as ``*``, "fields of names forensics does not
+    write": names it writes. Those are named; the probe's settings (its mode: whether the run
+    was in guard mode) are kept; a foreign name is still ``*``, said as what it is."""
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "4")
+    assert code == 0, err
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest.update({"engine_id": "e3b0c44298fc", "imported": {"sources": ["engine.log"]},
+                     "probe": {"mode": "guard", "sites": ["embedding"], "ring": 4096,
+                               "flush_every": 256, "handoff": "record"},
+                     "process": {"rank": 0, "pid": 42, "host": "h", "tag": "h-42"}})
+    manifest["model"].update({"speculative_config": {"method": "mtp", "model": "/m"},
+                              "async_spec_decode": True})
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    start = {"kind": "probe_start", "process": "h-42", "pid": 42, "rank": 0, "step": 0,
+             "started": 1.5, "first_write_step": 1, "mode": "guard", "kernels": False,
+             "engine_cpus": [0, 1], "writer_cpus": [2]}
+    (capture / "events-h-42.jsonl").write_text(json.dumps(start) + "\n")
+    code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "a.capture")
+    assert code == 0, err
+    assert "*" not in out and "does not write" not in out, out
+    for name in ("engine_id", "imported", "process.tag", "model.speculative_config",
+                 "model.async_spec_decode", "events.started", "events.engine_cpus"):
+        assert f" {name}," in out or f" {name} (" in out, (name, out)
+    kept = json.loads((tmp_path / "a.capture" / "manifest.json").read_text())
+    assert kept["probe"]["mode"] == "guard" and kept["probe"]["handoff"] == "record", kept
+    (capture / "manifest.json").write_text(json.dumps({**manifest, "alice_laptop": 1}))
+    code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "b.capture")
+    assert code == 0 and "dropped: *, creator, engine_id," in out, out
+    assert ("(*: fields of names redact does not know as ones forensics writes (a name may be "
+            "private), not named here)") in out, out
