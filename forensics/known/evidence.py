@@ -134,11 +134,11 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``, each
     read by :func:`~forensics.manifest_facts.read_fact` (one the manifest names unknown, or
     holds with the wrong type, out of range or out of form, is not recorded)."""
-    from forensics.manifest_facts import MODEL, UNKNOWN, read_fact, runner_of, vllm_version
+    from forensics.manifest_facts import MODEL, UNKNOWN, read_stated, runner_of, vllm_version
 
     facts: dict[str, Any] = {}
     for fact in MODEL:
-        value, _, _ = read_fact(manifest, fact)
+        value, _, _ = read_stated(manifest, fact)
         if fact.keys[-1] in MODEL_FACT_KEYS and value is not None:
             facts[fact.keys[-1]] = value
     runner = runner_of(manifest)

@@ -22,6 +22,7 @@ from forensics.manifest_facts import (
     UNKNOWN,
     VLLM,
     read_fact,
+    read_stated,
     refusal,
 )
 from forensics.store.unjudged import COUNT_FACTS, stated_counts
@@ -79,7 +80,7 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
     for fact in SHOWN_FACTS:
         if fact.column in facts:
             continue
-        value, field, problem = read_fact(manifest, fact)
+        value, field, problem = read_stated(manifest, fact)
         if problem:
             refused.append(refusal(field, problem))
             value = UNKNOWN

@@ -65,14 +65,17 @@ KEYS = (
     "clamps",
     # the probe's settings (its manifest's ``probe`` entry, its ``probe_start``): public words
     # and numbers, its mode among them (whether the run was in guard mode)
-    "probe", "ring", "flush_every", "handoff")
+    "probe", "ring", "flush_every", "handoff",
+    # the probe's ``model.speculative_config``: its method and draft tokens (a model's path
+    # under it goes, as any text of no closed vocabulary)
+    "speculative_config", "draft_tensor_parallel_size")
 #: names the probe and ``import`` write whose values a redacted capture does not keep (an
-#: engine's id, a process's tag of its host, a model's paths, CPU numbers, an import's file
-#: names): dropped, each named
+#: engine's id, a process's tag of its host, CPU numbers, an import's file names): dropped,
+#: each named
 WRITTEN = (
-    "engine_id", "tag", "speculative_config", "async_spec_decode", "draft_tensor_parallel_size",
-    "started", "first_write_step", "kernels", "engine_cpus", "writer_cpus", "unacknowledged",
-    "found", "recovered", "unsure_steps", "imported")
+    "engine_id", "tag", "async_spec_decode", "started", "first_write_step", "kernels",
+    "engine_cpus", "writer_cpus", "unacknowledged", "found", "recovered", "unsure_steps",
+    "imported")
 #: the probe's words for its mode and hand-off (``FORENSICS_MODE``, ``FORENSICS_HANDOFF``)
 SETTING_WORDS = ("record", "guard", "batch")
 #: fields that hold request ids

@@ -114,13 +114,43 @@ def test_redact_names_the_probe_s_own_fields_it_drops_and_keeps_its_mode(
     code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "a.capture")
     assert code == 0, err
     assert "*" not in out and "does not write" not in out, out
-    for name in ("engine_id", "imported", "process.tag", "model.speculative_config",
+    for name in ("engine_id", "imported", "process.tag", "model.speculative_config.model",
                  "model.async_spec_decode", "events.started", "events.engine_cpus"):
         assert f" {name}," in out or f" {name} (" in out, (name, out)
     kept = json.loads((tmp_path / "a.capture" / "manifest.json").read_text())
     assert kept["probe"]["mode"] == "guard" and kept["probe"]["handoff"] == "record", kept
+    assert kept["model"]["speculative_config"] == {"method": "mtp"}, kept
     (capture / "manifest.json").write_text(json.dumps({**manifest, "alice_laptop": 1}))
     code, out, err = run_cli(capsys, "redact", capture, "-o", tmp_path / "b.capture")
     assert code == 0 and "dropped: *, creator, engine_id," in out, out
     assert ("(*: fields of names redact does not know as ones forensics writes (a name may be "
             "private), not named here)") in out, out
+
+
+# ------------------------------ T160d: the probe's speculative method is read where it writes it
+
+
+def test_a_probe_s_speculative_method_and_model_are_capture_facts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe writes the model as ``model.model`` and the speculative method and draft
+    tokens under ``model.speculative_config`` (forensics/probe/manifest.py), where no reader
+    looked: a probe's capture of an MTP engine listed no speculative method among its facts
+    (while its draft said its facts, "model, speculative method, ...", were listed), and
+    ``known`` said "speculative not recorded" of it. They are read there where the fields the
+    readers name are absent."""
+    from forensics.known.evidence import facts_of
+
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "4")
+    assert code == 0, err
+    manifest = json.loads((capture / "manifest.json").read_text())
+    model = {key: manifest["model"][key] for key in ("vocab_size", "tensor_parallel_size")}
+    manifest["model"] = {**model, "model": "org/model", "async_scheduling": True,
+                         "speculative_config": {"method": "mtp", "num_speculative_tokens": 3}}
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    assert facts_of(manifest)["speculative"] == "mtp"
+    assert facts_of(manifest)["num_speculative_tokens"] == 3
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    assert "Capture: model org/model; vocabulary 32000; speculative method mtp; speculative " \
+           "tokens 3; async scheduling on;" in " ".join(out.split()), out

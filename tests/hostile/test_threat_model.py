@@ -1821,6 +1821,10 @@ TESTS = {
               "test_redact_names_the_probe_s_own_fields_it_drops_and_keeps_its_mode",
               "tests/hostile/test_round21_lead.py::"
               "test_redact_says_what_a_field_it_does_not_name_is"],
+    "T160d": ["tests/hostile/test_round25_attack25c.py::"
+              "test_a_probe_s_speculative_method_and_model_are_capture_facts",
+              "tests/hostile/test_round25_attack25c.py::"
+              "test_redact_names_the_probe_s_own_fields_it_drops_and_keeps_its_mode"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
