@@ -58,6 +58,8 @@ class KnownAnswer:
     #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
     #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
     failing: bool = False
+    #: whether :attr:`failing` rests on the guard's events alone (its claims: no finding)
+    claims_only: bool = False
     #: what the verdict rests on: the crash events in the capture and where the replay
     #: raises (:func:`what_was_seen`)
     seen: str = ""
@@ -286,11 +288,11 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     findings = evidence.findings
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
-    failing = failing or bool(len(race.findings)) or any(
-        e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
+    found = failing or bool(len(race.findings))
+    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
-    return KnownAnswer(verdict, checked, experiments, race_text, failing,
+    return KnownAnswer(verdict, checked, experiments, race_text, failing, failing and not found,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),

@@ -154,3 +154,30 @@ def test_a_probe_s_speculative_method_and_model_are_capture_facts(
     assert code == 0, err
     assert "Capture: model org/model; vocabulary 32000; speculative method mtp; speculative " \
            "tokens 3; async scheduling on;" in " ".join(out.split()), out
+
+
+# ------------------------------ T160e: a guard claim alone is no finding in the draft's title
+
+
+def test_the_draft_title_of_a_guard_claim_alone_says_no_findings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A clean capture of no crash whose one guard event (a guard_passed_on) claims a value
+    out of range its records do not show, with no finding of any replay, was drafted "[Bug]:
+    no crash, findings with no captured index value out of range, though ...": findings it
+    has none of. Its title says "no crash"; a capture of no crash with a finding is titled
+    "no crash, findings" as before (test_round22_attack22c)."""
+    from test_round23_fix23a import _title
+
+    capture = tmp_path / "c.capture"
+    code, _, err = run_cli(capsys, "simulate", "clean", "-o", capture, "--steps", "6")
+    assert code == 0, err
+    passed = {"kind": "guard_passed_on", "process": "w0", "pid": 5, "rank": 0, "step": 3,
+              "site": "async_output", "row": 1, "tensor": "out.output_token_ids",
+              "value": 32000, "bound": 32000}
+    stop = {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 6}
+    (capture / "events-w0.jsonl").write_text(json.dumps(passed) + "\n" + json.dumps(stop) + "\n")
+    code, out, _ = run_cli(capsys, "findings", capture, "-o", tmp_path / "f.csv")
+    assert code == 0 and out.startswith("0 findings"), out
+    assert _title(capsys, capture) == (
+        "**Title**: [Bug]: no crash with no captured index value out of range, though its "
+        "guard_passed_on event names out.output_token_ids = 32000 out of range at async_output")
