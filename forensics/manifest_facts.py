@@ -100,6 +100,26 @@ MODEL = (Fact("model", ("model", "name"), str), VOCAB,
          Fact("hardware", ("model", "hardware"), str))
 
 
+#: where the probe states three of :data:`MODEL` (``forensics/probe/manifest.py``: vLLM's
+#: ``model_config.model`` and its ``speculative_config``), read where the field above is absent
+PROBE_MODEL = {
+    "model": Fact("model", ("model", "model"), str),
+    "speculative method": Fact("speculative method", ("model", "speculative_config", "method"),
+                               str),
+    "speculative tokens": Fact("speculative tokens",
+                               ("model", "speculative_config", "num_speculative_tokens"), int,
+                               low=0, noun="a count of draft tokens")}
+
+
+def read_stated(manifest: Any, fact: Fact) -> tuple[Any, str, str]:
+    """:func:`read_fact` of ``fact``, else, where its field is absent, of the field the probe
+    states it in (:data:`PROBE_MODEL`): a probe's capture said no speculative method."""
+    value, field, problem = read_fact(manifest, fact)
+    if value is None and not problem and fact.column in PROBE_MODEL and fact.keys[0] == "model":
+        return read_fact(manifest, PROBE_MODEL[fact.column])
+    return value, field, problem
+
+
 def read_fact(manifest: Any, fact: Fact) -> tuple[Any, str, str]:
     """``(value or None, field, problem)``: the fact's checked value, else None and the field
     refused with why (``problem`` is ``""`` when it is only missing, or empty text)."""
@@ -173,3 +193,10 @@ def no_records_why(manifest: Any) -> str:
     if isinstance(manifest, dict) and isinstance(manifest.get("imported"), dict):
         return "it was imported from logs or crash dumps alone"
     return PROBE_NO_RECORDS
+
+
+def ran_in_guard_mode(manifest: Any) -> bool:
+    """Whether the manifest says the probe ran in guard mode (its ``probe.mode``, as the probe
+    writes it: ``"guard"``; anything else, or none, says nothing of it)."""
+    probe = manifest.get("probe") if isinstance(manifest, dict) else None
+    return isinstance(probe, dict) and probe.get("mode") == "guard"

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return refused("redact", exc)
     dropped = ", ".join(result.dropped) or "nothing"
     if any(name.endswith("*") for name in result.dropped):  # a name that may be private
-        dropped += " (*: fields of names forensics does not write, not named here)"
+        dropped += (" (*: fields of names redact does not know as ones forensics writes (a "
+                    "name may be private), not named here)")
     # the ids of its records and guard events only: another number of kept text stays (T37e)
     tokens = (f"token ids in [1, {result.token_domain}) permuted in its records and its guard "
               "events' values (another number in the events' kept text is not)"

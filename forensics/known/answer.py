@@ -58,6 +58,8 @@ class KnownAnswer:
     #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
     #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
     failing: bool = False
+    #: whether :attr:`failing` rests on the guard's events alone (its claims: no finding)
+    claims_only: bool = False
     #: what the verdict rests on: the crash events in the capture and where the replay
     #: raises (:func:`what_was_seen`)
     seen: str = ""
@@ -286,11 +288,11 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     findings = evidence.findings
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
-    failing = failing or bool(len(race.findings)) or any(
-        e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
+    found = failing or bool(len(race.findings))
+    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
-    return KnownAnswer(verdict, checked, experiments, race_text, failing,
+    return KnownAnswer(verdict, checked, experiments, race_text, failing, failing and not found,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
@@ -400,8 +402,15 @@ def ran_none(baseline: str, result: ReplayResult) -> str:
 
 def _guard_step(evidence: Evidence) -> str:
     """The experiment for a bad index at a recorded site: guard mode, or, where the probe's
-    guard already raised in this run (a ``guard_violation`` event), that event to read."""
-    if not any(e.get("kind") == "guard_violation" for e in evidence.events):
+    guard already raised in this run (a ``guard_violation`` event), that event to read; where
+    the manifest says the run was in guard mode already, no rerun in it."""
+    raised = any(e.get("kind") == "guard_violation" for e in evidence.events)
+    if not raised and evidence.guard_mode:
+        return ("A bad index used at one of the recorded sites: the capture's manifest says "
+                "the probe already ran in guard mode (probe.mode), and its events hold no "
+                "guard_violation (the guard's raise): rerunning in guard mode is what this "
+                "run did.")
+    if not raised:
         return ("A bad index used at one of the recorded sites: rerun with the probe in guard "
                 "mode, which raises where an index is about to be used out of range.")
     return ("A bad index used at one of the recorded sites: the capture's guard_violation "

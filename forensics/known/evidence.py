@@ -68,6 +68,8 @@ class Evidence:
     #: why the capture holds no record, as its manifest tells (:func:`~forensics.
     #: manifest_facts.no_records_why`)
     no_records: str = PROBE_NO_RECORDS
+    #: whether the manifest says the probe ran in guard mode (its ``probe.mode``)
+    guard_mode: bool = False
 
     def engine_replayed(self) -> bool:
         """Whether a variant of the engine's code (:data:`ENGINE_CODE`) was replayed (True
@@ -88,7 +90,7 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
     """The :class:`Evidence` of a replay (facts and events from ``capture``, default its own
     when it has one; ``race`` is left for :func:`forensics.known.answer` to fill)."""
     from forensics.judge.findings import baseline_of
-    from forensics.manifest_facts import no_records_why
+    from forensics.manifest_facts import no_records_why, ran_in_guard_mode
     from forensics.sites.runners import runner_of_sites
 
     baseline = str(baseline_of(result.variants))
@@ -110,7 +112,8 @@ def evidence_of(result: ReplayResult, capture: Any = None) -> Evidence:
                     disputed=disputed_facts(events) - set(stated),
                     unspelled=unspelled_facts(events) - set(stated),
                     replayed=frozenset(result.variants), held_records=bool(sites),
-                    no_records=no_records_why(summary.get("manifest")))
+                    no_records=no_records_why(summary.get("manifest")),
+                    guard_mode=ran_in_guard_mode(summary.get("manifest")))
 
 
 def _sites(capture: Any, result: ReplayResult) -> list[str]:
@@ -131,11 +134,11 @@ def facts_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The facts signatures use, from a manifest: model facts, ``runner`` and ``vllm``, each
     read by :func:`~forensics.manifest_facts.read_fact` (one the manifest names unknown, or
     holds with the wrong type, out of range or out of form, is not recorded)."""
-    from forensics.manifest_facts import MODEL, UNKNOWN, read_fact, runner_of, vllm_version
+    from forensics.manifest_facts import MODEL, UNKNOWN, read_stated, runner_of, vllm_version
 
     facts: dict[str, Any] = {}
     for fact in MODEL:
-        value, _, _ = read_fact(manifest, fact)
+        value, _, _ = read_stated(manifest, fact)
         if fact.keys[-1] in MODEL_FACT_KEYS and value is not None:
             facts[fact.keys[-1]] = value
     runner = runner_of(manifest)

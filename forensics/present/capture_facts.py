@@ -22,6 +22,7 @@ from forensics.manifest_facts import (
     UNKNOWN,
     VLLM,
     read_fact,
+    read_stated,
     refusal,
 )
 from forensics.store.unjudged import COUNT_FACTS, stated_counts
@@ -79,7 +80,7 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
     for fact in SHOWN_FACTS:
         if fact.column in facts:
             continue
-        value, field, problem = read_fact(manifest, fact)
+        value, field, problem = read_stated(manifest, fact)
         if problem:
             refused.append(refusal(field, problem))
             value = UNKNOWN
@@ -113,7 +114,7 @@ def guard_claim(capture: Any) -> str:
     """What the capture's guard events claim (by step; a ``guard_violation``, the guard that
     raised, before a ``guard_passed_on``), as their own words: ``"its guard_violation event
     names prev_positions = 9 out of range at batch_change"`` of one; of several, the distinct
-    claims (tensor, element, value, site: one line in two processes' events is one), their
+    claims (tensor, row, value, site: one line in two processes' events is one), their
     count and the first :data:`NAMED_GUARD_EVENTS` (``"its 3 guard events name values out of
     range: prev_positions = 9 at batch_change (guard_violation), ... and 1 more"``), the
     events' count said apart where it differs; ``""`` when it holds none. A capture is data: an
@@ -142,17 +143,18 @@ def guard_claim(capture: Any) -> str:
 
 
 def _said(event: dict[str, Any]) -> tuple[str, ...]:
-    """A guard event's tensor, element (row), value and site as it claims them
+    """A guard event's tensor, row (of the batch), value and site as it claims them
     (:func:`_claimed`)."""
     return tuple(_claimed(event.get(key)) for key in ("tensor", "row", "value", "site"))
 
 
 def _named(claim: tuple[str, ...], claims: dict[tuple[str, ...], list[str]]) -> str:
-    """``"prev_positions = 9 at batch_change"``: ``claim`` as a title names it, its element
-    named (``prev_positions[3]``) where another of ``claims`` differs from it in that alone."""
+    """``"prev_positions = 9 at batch_change"``: ``claim`` as a title names it, its row named
+    as the guard's message names it (``at batch_change row 3``: the batch's row, no element of
+    the tensor) where another of ``claims`` differs from it in that alone."""
     tensor, row, value, site = claim
     twin = sum((other[0], *other[2:]) == (tensor, value, site) for other in claims) > 1
-    return f"{tensor}{f'[{row}]' if twin else ''} = {value} at {site}"
+    return f"{tensor} = {value} at {site}{f' row {row}' if twin else ''}"
 
 
 def _claimed(value: Any) -> str:

@@ -83,6 +83,7 @@ from forensics.share.evidence import Evidence, evidence_of, publish, reference
 from forensics.share.guard_echo import guard_echoes, said_value
 from forensics.share.shareable import (
     REQUEST_FIELDS,
+    WRITTEN,
     id_keys,
     shareable_key,
     shareable_tensor,
@@ -624,8 +625,8 @@ def scrub(entries: dict[str, Any], keep: Sequence[str], prefix: str,
             out[key] = value
             if kept is not None:
                 kept.add(name)
-        elif not shareable_key(key):
-            dropped.add(f"{prefix}*")
+        elif not shareable_key(key):  # a name of ours is named; another may be private
+            dropped.add(name if key in WRITTEN else f"{prefix}*")
         elif key in id_keys():  # token or request ids outside a record: unmapped, so they go
             dropped.add(name)
         elif isinstance(value, dict):

@@ -62,7 +62,22 @@ KEYS = (
     # its count of the records a signal cut out of their hand-off to the writer (T131f)
     "lost_to_signal",
     # a simulated capture's flag: its vLLM clamps input ids (``clamped-placeholder``)
-    "clamps")
+    "clamps",
+    # the probe's settings (its manifest's ``probe`` entry, its ``probe_start``): public words
+    # and numbers, its mode among them (whether the run was in guard mode)
+    "probe", "ring", "flush_every", "handoff",
+    # the probe's ``model.speculative_config``: its method and draft tokens (a model's path
+    # under it goes, as any text of no closed vocabulary)
+    "speculative_config", "draft_tensor_parallel_size")
+#: names the probe and ``import`` write whose values a redacted capture does not keep (an
+#: engine's id, a process's tag of its host, CPU numbers, an import's file names): dropped,
+#: each named
+WRITTEN = (
+    "engine_id", "tag", "async_spec_decode", "started", "first_write_step", "kernels",
+    "engine_cpus", "writer_cpus", "unacknowledged", "found", "recovered", "unsure_steps",
+    "imported")
+#: the probe's words for its mode and hand-off (``FORENSICS_MODE``, ``FORENSICS_HANDOFF``)
+SETTING_WORDS = ("record", "guard", "batch")
 #: fields that hold request ids
 REQUEST_FIELDS = ("req_ids", "prev_req_ids", "prev_req_id_to_index")
 
@@ -75,6 +90,7 @@ def closed_values() -> frozenset[str]:
     from forensics.sites import SITES
 
     return frozenset((UNKNOWN, *CREATORS, *EVENT_KINDS, *CRASH_EVENT_KINDS, *VARIANTS,
+                      *SETTING_WORDS,
                       *SPECULATIVE_METHODS, *DTYPES, *RUNNERS, *SITES, *SCENARIOS))
 
 

@@ -77,7 +77,8 @@ def test_redact_says_what_a_field_it_does_not_name_is(
     (source / "manifest.json").write_text(json.dumps({**manifest, "alice_laptop": 1}))
     code, out, err = run_cli(capsys, "redact", source, "-o", tmp_path / "b.capture")
     assert code == 0 and "dropped: *, creator," in out, out
-    assert "(*: fields of names forensics does not write, not named here)" in out, out
+    assert ("(*: fields of names redact does not know as ones forensics writes (a name may be "
+            "private), not named here)") in out, out
 
 
 # ------------------------------ T125d: "no known signature matches" names what was not judged

@@ -110,13 +110,13 @@ def test_the_draft_title_says_what_a_guard_event_claims_beside_the_records(
     stop = {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 12}
     events.write_text("\n".join([*passed, json.dumps(stop)]) + "\n")
     assert _title(capsys, capture) == (
-        "**Title**: [Bug]: no crash, findings with no captured index value out of range, though "
+        "**Title**: [Bug]: no crash with no captured index value out of range, though "
         "its guard_passed_on event names out.output_token_ids = 32000 out of range at "
         "async_output")
     forged = {"kind": "guard_passed_on", "step": 1, "value": "9" * 200, "site": ["x"]}
     events.write_text(json.dumps(forged) + "\n" + json.dumps(stop) + "\n")
     assert _title(capsys, capture) == (
-        "**Title**: [Bug]: no crash, findings with no captured index value out of range, though "
+        "**Title**: [Bug]: no crash with no captured index value out of range, though "
         f"its guard_passed_on event names unknown = {'9' * 79}… out of range at ['x']")
 
 

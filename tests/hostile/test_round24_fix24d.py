@@ -71,8 +71,9 @@ def test_the_draft_title_names_one_guard_claim_of_two_processes_once(
 
 
 def test_the_draft_title_tells_two_elements_of_one_value_apart() -> None:
-    """Two claims differing in their element alone are named with it; the same claim passed
-    on and raised is one, both kinds named."""
+    """Two claims differing in their row alone are named with it (the batch's row, as the
+    guard's message says it; T160a); the same claim passed on and raised is one, both kinds
+    named."""
     from test_round24_fix24a import _forged
 
     from forensics.present.capture_facts import guard_claim
@@ -80,8 +81,8 @@ def test_the_draft_title_tells_two_elements_of_one_value_apart() -> None:
     second = {**_forged(3, "input_ids", 70000, "embedding"), "row": 1}
     capture = type("C", (), {"events": [_forged(3, "input_ids", 70000, "embedding"), second]})
     assert guard_claim(capture) == (
-        "its 2 guard events name values out of range: input_ids[0] = 70000 at embedding "
-        "(guard_violation), input_ids[1] = 70000 at embedding (guard_violation)")
+        "its 2 guard events name values out of range: input_ids = 70000 at embedding row 0 "
+        "(guard_violation), input_ids = 70000 at embedding row 1 (guard_violation)")
     passed = {**_forged(2, "input_ids", 70000, "embedding"), "kind": "guard_passed_on"}
     capture.events = [passed, _forged(3, "input_ids", 70000, "embedding")]
     assert guard_claim(capture) == ("its 2 guard_violation and guard_passed_on events name "
