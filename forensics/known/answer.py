@@ -33,6 +33,7 @@ from forensics.known.evidence import (
     unseen,
     unstopped,
 )
+from forensics.known.guard_bounds import claimed
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 from forensics.manifest_facts import PROBE_NO_RECORDS
@@ -287,7 +288,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     failing = failing or bool(len(race.findings)) or any(
-        e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
+        e.get("kind") in GUARD_EVENT_KINDS for e in claimed(evidence.events))
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
@@ -401,7 +402,7 @@ def ran_none(baseline: str, result: ReplayResult) -> str:
 def _guard_step(evidence: Evidence) -> str:
     """The experiment for a bad index at a recorded site: guard mode, or, where the probe's
     guard already raised in this run (a ``guard_violation`` event), that event to read."""
-    if not any(e.get("kind") == "guard_violation" for e in evidence.events):
+    if not any(e.get("kind") == "guard_violation" for e in claimed(evidence.events)):
         return ("A bad index used at one of the recorded sites: rerun with the probe in guard "
                 "mode, which raises where an index is about to be used out of range.")
     return ("A bad index used at one of the recorded sites: the capture's guard_violation "

@@ -1811,6 +1811,10 @@ TESTS = {
               "test_a_wait_for_a_child_puts_off_the_alarm_of_a_block_that_allows_it",
               "tests/hostile/test_round24_lead.py::"
               "test_the_notebook_process_waits_past_a_cell_s_wait_for_a_child"],
+    "T157a": ["tests/hostile/test_round25_fix25b.py::"
+              "test_a_guard_event_inside_its_own_bound_is_not_relayed_as_a_violation",
+              "tests/hostile/test_round25_fix25b.py::"
+              "test_guard_events_inside_and_outside_their_bounds_are_counted_apart"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

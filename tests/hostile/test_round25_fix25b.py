@@ -1,0 +1,74 @@
+"""Round 25 of hostile input, fix 25b: round 24's leftovers: a guard event that contradicts its
+own bound, a sentinel inside padded embedding rows, byte-identical segments of two processes,
+interleaved EngineDeadError reports, and the probe's tags across hosts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+
+# ------------------------------ T157a: a guard event whose value is inside its own bound
+
+
+def _self_contradicting(tmp_path: Path, value: int = 2, bound: int = 4) -> Path:
+    """A simulated clean capture whose guard_violation names prev_positions = ``value`` at
+    batch_change with bound ``bound`` (2 inside [0, 4): an event that contradicts itself)."""
+    capture = tmp_path / "forged.capture"
+    code = __import__("forensics.cli", fromlist=["main"]).main(
+        ["simulate", "clean", "-o", str(capture), "--steps", "6"])
+    assert code == 0
+    message = (f"forensics guard: site 'batch_change' step 4 rank 0 row 3: prev_positions value "
+               f"{value} is outside [0, {bound}) (bound {bound})")
+    events = [{"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 0},
+              {"kind": "guard_violation", "process": "w0", "pid": 5, "rank": 0, "step": 4,
+               "site": "batch_change", "row": 3, "tensor": "prev_positions", "value": value,
+               "bound": bound, "message": message}]
+    (capture / "events-w0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return capture
+
+
+def test_a_guard_event_inside_its_own_bound_is_not_relayed_as_a_violation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A guard_violation naming prev_positions = 2 with bound 4 (2 is inside [0, 4)) was titled
+    "its guard_violation event names prev_positions = 2 out of range at batch_change", and the
+    next step said the guard already raised. It is said to be inside its own bound, naming no
+    value out of range (not judged); the next step asks for guard mode; findings name none."""
+    capture = _self_contradicting(tmp_path)
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "out of range at batch_change" not in said, said
+    assert ("though its guard_violation event's prev_positions = 2 at batch_change is inside its "
+            "own bound 4: it names no value out of range (not judged)") in said, said
+    assert "guard already raised" not in said
+    assert "rerun with the probe in guard mode" in said
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "json")
+    assert code == 0, err
+    assert "inside its own bound 4" in json.loads(out)["guard_claim"]
+    code, out, err = run_cli(capsys, "findings", capture)
+    assert code == 0, err
+    assert "prev_positions" not in out
+
+
+def test_guard_events_inside_and_outside_their_bounds_are_counted_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Beside a guard event that names a value outside its bound (9, bound 8), two that
+    contradict their own are counted apart: the claim is the first's alone."""
+    capture = _self_contradicting(tmp_path)
+    events = capture / "events-w0.jsonl"
+    lines = events.read_text().splitlines()
+    forged = json.loads(lines[1])
+    twin = {**forged, "step": 5, "value": 1}
+    honest = {**forged, "step": 3, "value": 9, "bound": 8}
+    events.write_text("\n".join([*lines, json.dumps(twin), json.dumps(honest)]) + "\n")
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert ("its guard_violation event names prev_positions = 9 out of range at batch_change; "
+            "its 2 guard events whose values are inside their own bounds name no value out of "
+            "range (not judged), the first prev_positions = 2 at batch_change (bound 4)") in said
+    assert "guard already raised" in said
