@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import capped, spanless
+from forensics.judge.padded_rows import padded_inputs_of
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -91,6 +92,9 @@ class KnownAnswer:
     #: where the values out of range that the engine's code finds come, every one after the
     #: last crash event (:func:`after_crash`), or ``""``
     after_crash: str = ""
+    #: ids the embedding read in padded rows past the manifest's vocabulary (a wrong input, no
+    #: crash: :func:`~forensics.judge.padded_rows.padded_inputs_of`)
+    padded: int = 0
 
     def unseen_why(self) -> str:
         """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
@@ -184,6 +188,10 @@ class KnownAnswer:
                 return (f"No known signature matches the records judged{self.open_entries()}; "
                         "whether the capture shows a failure to report is not known"
                         f"{unjudged}.")
+            if self.padded:
+                return (f"No known signature matches{self.open_entries()}, and no index left "
+                        f"its range, yet the embedding read {self.padded} id(s) in padded rows "
+                        "past the vocabulary (a wrong input, not a crash): a failure to report.")
             return (f"No known signature matches{self.open_entries()}, and the capture shows "
                     "no failure to report.")
         if not self.matches:
@@ -304,7 +312,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
-                       after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "")
+                       after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
+                       padded=len(padded_inputs_of(capture or result.capture)))
 
 
 def after_crash(evidence: Evidence) -> str:

@@ -72,3 +72,59 @@ def test_guard_events_inside_and_outside_their_bounds_are_counted_apart(
             "its 2 guard events whose values are inside their own bounds name no value out of "
             "range (not judged), the first prev_positions = 2 at batch_change (bound 4)") in said
     assert "guard already raised" in said
+
+
+# ------------------------------ T157b: the vocab_size sentinel inside padded embedding rows
+
+
+def _padded(tmp_path: Path, capsys: pytest.CaptureFixture[str], vocab: int) -> Path:
+    """A capture of one embedding record of 1,000 rows read at ids 11, 900 and 7, its manifest
+    naming a vocabulary of ``vocab``."""
+    import torch
+
+    dump = tmp_path / "d.pt"
+    torch.save([{"site": "embedding", "step": 13, "num_embeddings": 1000,
+                 "input_ids": torch.tensor([11, 900, 7], dtype=torch.int64)}], dump)
+    capture = tmp_path / f"d{vocab}.capture"
+    code, _, err = run_cli(capsys, "import", dump, "-o", capture, "--set",
+                           f"model.vocab_size={vocab}")
+    assert code == 0, err
+    return capture
+
+
+def test_the_sentinel_inside_padded_rows_is_a_wrong_input_not_a_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A vocabulary of 900 padded to 1,000 embedding rows, read at id 900 (the vocab_size
+    rejection sentinel, in range of the rows): nothing was found, and the known issues said
+    "the capture shows no failure to report". vLLM reads the padded row (zeros): a wrong input,
+    not a crash; replay and summary say so."""
+    capture = _padded(tmp_path, capsys, 900)
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert ("the embedding received id 900 at input_ids[1], the vocab_size rejection sentinel of "
+            "the manifest's vocabulary of 900, inside its 1000 rows: it read a padded row, which "
+            "no token has (vLLM fills it with zeros): a wrong input, silently, not a crash"
+            ) in said, said
+    assert "fed silently: 1 slot(s)" in out
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "no failure to report" not in said, said
+    assert "the embedding read 1 id(s) in padded rows past the vocabulary" in said
+
+
+@pytest.mark.parametrize("vocab", [800, 1000])
+def test_an_id_past_the_vocabulary_in_padded_rows_is_said_and_one_of_it_is_not(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], vocab: int) -> None:
+    """Id 900 of a vocabulary of 800 (1,000 rows) is past the vocabulary, in a padded row; of a
+    vocabulary of the rows' size it is a token, said nowhere."""
+    code, out, err = run_cli(capsys, "replay", _padded(tmp_path, capsys, vocab), "--json")
+    assert code == 0, err
+    slots = json.loads(out)["silent_inputs"]
+    if vocab == 1000:
+        assert slots == []
+        return
+    assert [(s["fed"], s["element"], s["vocab_size"], s["rows"]) for s in slots] == [
+        (900, 1, 800, 1000)]
+

@@ -1815,6 +1815,10 @@ TESTS = {
               "test_a_guard_event_inside_its_own_bound_is_not_relayed_as_a_violation",
               "tests/hostile/test_round25_fix25b.py::"
               "test_guard_events_inside_and_outside_their_bounds_are_counted_apart"],
+    "T157b": ["tests/hostile/test_round25_fix25b.py::"
+              "test_the_sentinel_inside_padded_rows_is_a_wrong_input_not_a_crash",
+              "tests/hostile/test_round25_fix25b.py::"
+              "test_an_id_past_the_vocabulary_in_padded_rows_is_said_and_one_of_it_is_not"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
