@@ -128,3 +128,60 @@ def test_an_id_past_the_vocabulary_in_padded_rows_is_said_and_one_of_it_is_not(
     assert [(s["fed"], s["element"], s["vocab_size"], s["rows"]) for s in slots] == [
         (900, 1, 800, 1000)]
 
+
+# ------------------------------ T157c: two processes' byte-identical segments are no copy
+
+
+def _two_processes(tmp_path: Path) -> Path:
+    """A capture of two processes, w0 and w1, each writing the same embedding record of step 1
+    rank 0: segments of byte-identical batches (their headers name their processes)."""
+    import numpy as np
+
+    from forensics.records import Record
+    from forensics.store.writer import CaptureWriter, write_capture
+
+    record = Record("embedding", 1, 0, {"input_ids": np.array([5, 6, 7], np.int64),
+                                        "num_embeddings": 32000})
+    path = write_capture(tmp_path / "two.capture", [record])
+    with CaptureWriter(path, process="w1") as writer:
+        writer.append(record)
+    return path
+
+
+def test_two_processes_byte_identical_segments_are_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two processes that wrote the same records (the same bytes) made `summary` refuse the
+    capture: "segments ... hold the same batches (a copied file would count every record
+    twice); delete the copy". Each process's segment is its own: both are read."""
+    capture = _two_processes(tmp_path)
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "text")
+    assert code == 0, err
+    assert "same batches" not in err
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0, err
+
+
+def test_a_copy_of_a_segment_is_still_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A segment copied as its own process's next one is refused as before, one line naming
+    both files, exit 2; one linked under another process's name is refused as it is opened
+    (its header names its process)."""
+    import os
+    import shutil
+
+    capture = _two_processes(tmp_path)
+    first, second = sorted(capture.glob("*.arrows"))
+    second.unlink()
+    os.link(first, second)
+    code, _, err = run_cli(capsys, "summary", capture)
+    assert code == 2
+    assert "schema says site 'embedding' rank 0 process 'w0'; the file name disagrees" in err
+    second.unlink()
+    copy = capture / first.name.replace(".0000.", ".0001.")
+    shutil.move(f"{second}.idx", f"{copy}.idx")
+    copy.write_bytes(first.read_bytes())
+    code, _, err = run_cli(capsys, "summary", capture)
+    assert code == 2
+    assert f"segments '{first.name}' and '{copy.name}'" in err and "same batches" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+

@@ -1819,6 +1819,11 @@ TESTS = {
               "test_the_sentinel_inside_padded_rows_is_a_wrong_input_not_a_crash",
               "tests/hostile/test_round25_fix25b.py::"
               "test_an_id_past_the_vocabulary_in_padded_rows_is_said_and_one_of_it_is_not"],
+    "T157c": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_processes_byte_identical_segments_are_read",
+              "tests/hostile/test_round25_fix25b.py::test_a_copy_of_a_segment_is_still_refused",
+              "tests/hostile/test_linear_time.py::"
+              "test_the_duplicate_check_still_finds_a_copy_among_many"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
