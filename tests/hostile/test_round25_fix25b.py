@@ -185,3 +185,34 @@ def test_a_copy_of_a_segment_is_still_refused(
     assert f"segments '{first.name}' and '{copy.name}'" in err and "same batches" in err, err
     assert len(err.strip().splitlines()) == 1, err
 
+
+# ------------------------------ T157d: two API servers' EngineDeadError reports interleaved
+
+
+def test_two_servers_reports_interleaved_are_both_counted(tmp_path: Path) -> None:
+    """Two engines' worker tracebacks, then their API servers' EngineDeadError reports, the
+    second server's chain opened before the first's and read after it: the first report joined
+    the second's chain while it was open, and went when that chain joined its crash (one
+    report counted of two). Every report is counted, as when written one after the other."""
+    from test_round24_attack24a import REPORT, WORKER
+
+    from forensics.importers import read_source
+    from forensics.importers.tracebacks import death_lines
+
+    one, two = ([f"(EngineCore_DP{r} pid={100 + r}) ERROR 12-02 10:46:44 [core.py:9] {line}"
+                 for line in WORKER] for r in (0, 1))
+    first, second = ([f"(APIServer pid={r}) ERROR 12-02 10:46:45 [serving_chat.py:1] {line}"
+                      for line in REPORT] for r in (1, 2))
+    mixed = [x for pair in zip(one, two, strict=True) for x in pair]
+    for lines in ([*mixed, second[0], first[0], *first[1:], *second[1:]],
+                  [*mixed, second[0], first[0], *first[1:], first[0], *first[1:],
+                   *second[1:]]):
+        log = tmp_path / "engine.log"
+        log.write_text("\n".join(lines) + "\n")
+        events = read_source(log).events
+        reports = sum(lines.count(x) for x in (first[0], second[0]))
+        assert [e["kind"] for e in events] == ["illegal_memory_access"] * 2, events
+        assert sum(e.get("engine_dead", {}).get("count", 1) for e in events
+                   if "engine_dead" in e) == reports, events
+        assert death_lines(events[-1]) == f"{reports} lines report a death (lines, not deaths)"
+

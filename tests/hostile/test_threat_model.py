@@ -1824,6 +1824,8 @@ TESTS = {
               "tests/hostile/test_round25_fix25b.py::test_a_copy_of_a_segment_is_still_refused",
               "tests/hostile/test_linear_time.py::"
               "test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T157d": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_servers_reports_interleaved_are_both_counted"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
