@@ -216,3 +216,45 @@ def test_two_servers_reports_interleaved_are_both_counted(tmp_path: Path) -> Non
                    if "engine_dead" in e) == reports, events
         assert death_lines(events[-1]) == f"{reports} lines report a death (lines, not deaths)"
 
+
+# ------------------------------ T157e: the probe's tags in a folder shared across hosts
+
+
+class _Folder:
+    """A stand-in session whose capture folder is held open as ``fd``."""
+
+    def __init__(self, path: Path) -> None:
+        import os
+
+        self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+
+    def folder(self) -> _Folder:
+        return self
+
+
+def test_two_hosts_tags_that_read_alike_are_two_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host ``vm``'s second session of pid 4242 took ``vm-2-4242`` and wrote nothing yet; host
+    ``vm-2``'s pid 4242 then took ``vm-2-4242`` too (one events file for both). A tag is claimed
+    by making its events file new, so the second takes another; and two that list the folder
+    before either claims (a stale listing) still take two tags."""
+    from forensics.probe import tags
+
+    folder = tmp_path / "c.capture"
+    folder.mkdir()
+    (folder / "events-vm-4242.jsonl").write_text("")  # host vm's first session
+    session = _Folder(folder)
+    monkeypatch.setattr(tags, "process_tag", lambda: "vm-4242")
+    second = tags.unclaimed(session)
+    monkeypatch.setattr(tags, "process_tag", lambda: "vm-2-4242")
+    other = tags.unclaimed(session)
+    assert second == "vm-2-4242" and other != second, (second, other)
+    assert (folder / f"events-{other}.jsonl").exists()
+    monkeypatch.setattr(tags, "_taken", lambda names: set())  # both listed an empty folder
+    monkeypatch.setattr(tags, "process_tag", lambda: "vm-4242")
+    third = tags.unclaimed(session)
+    assert third not in ("vm-4242", second, other), third
+    assert len({path.name for path in folder.iterdir()}) == 4
+    tags.let_go(session, session.fd)  # the last claim, still empty, goes as the session ends
+    assert not (folder / f"events-{third}.jsonl").exists()
+    assert (folder / f"events-{other}.jsonl").exists()

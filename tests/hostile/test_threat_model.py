@@ -1826,6 +1826,10 @@ TESTS = {
               "test_the_duplicate_check_still_finds_a_copy_among_many"],
     "T157d": ["tests/hostile/test_round25_fix25b.py::"
               "test_two_servers_reports_interleaved_are_both_counted"],
+    "T157e": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_hosts_tags_that_read_alike_are_two_processes",
+              "tests/hostile/test_round24_fix24c.py::"
+              "test_a_reused_pid_appends_to_no_earlier_processs_events"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
