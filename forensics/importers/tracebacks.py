@@ -253,6 +253,7 @@ class Chains:
             del self.events[at]  # the API server's report of the crash before: that crash's
             self._closes(event, before)
             report(before, key, number, text)
+            carry(event, before)  # the reports that joined this chain while it was open
             if "cut" in event:
                 before.setdefault("cut", event["cut"])
                 _say_cut(before)
@@ -321,6 +322,21 @@ def report(crash: dict[str, Any], key: str, number: int, text: str,
     more = first.setdefault("more", [])
     if len(more) < MORE_REPORTS:
         more.append(said)
+
+
+def carry(chain: dict[str, Any], crash: dict[str, Any]) -> None:
+    """Keep in ``crash`` the reports that joined ``chain`` while its exception was not read
+    (another API server's report, interleaved with it), now that ``chain`` is a report of
+    ``crash``: each counted, listed as :func:`report` lists them (two servers' reports
+    interleaved were counted as one)."""
+    for key in set(REPORTS.values()):
+        said = chain.get(key)
+        if not isinstance(said, dict):
+            continue
+        kept = [said, *said.get("more", [])]
+        for one in kept:
+            report(crash, key, one["line"], one["message"], one.get("cut"))
+        crash[key]["count"] = crash[key].get("count", 1) + said.get("count", 1) - len(kept)
 
 
 def death_lines(event: dict[str, Any]) -> str:

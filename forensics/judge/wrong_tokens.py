@@ -53,12 +53,18 @@ def _feeds(record: Record, feed: tuple[str, str] | None) -> bool:
 
 def silent_inputs_of(result: Any) -> list[dict[str, Any]]:
     """:func:`silent_inputs` of a replay's records; from a capture, only the sites it reads
-    are decoded."""
+    are decoded, and the ids its embedding read in padded rows follow
+    (:func:`~forensics.judge.padded_rows.padded_inputs_of`, each slot said once)."""
+    from forensics.judge.padded_rows import padded_inputs_of
+
     capture = getattr(result, "capture", None)
     if capture is None:
         return silent_inputs(result.records)
-    return silent_inputs([record for site in (*feeders(), SINK)
-                          for record in capture.records(site=site)])
+    found = silent_inputs([record for site in (*feeders(), SINK)
+                           for record in capture.records(site=site)])
+    said = {(slot["step"], slot["rank"], slot["element"]) for slot in found}
+    return found + [slot for slot in padded_inputs_of(capture)
+                    if (slot["step"], slot["rank"], slot["element"]) not in said]
 
 
 def _slots(written_by: Record, feed: tuple[str, str], sink: Record) -> list[dict[str, Any]]:
@@ -77,6 +83,10 @@ def _slots(written_by: Record, feed: tuple[str, str], sink: Record) -> list[dict
 
 def describe(slot: dict[str, Any]) -> str:
     """One line: the model was fed a wrong token silently (not a crash)."""
+    if slot.get("padded"):
+        from forensics.judge.padded_rows import describe_padded
+
+        return describe_padded(slot)
     return (f"step {slot['step']} rank {slot['rank']}: {slot['site']} left id "
             f"{slot['written']} at input_ids[{slot['element']}] (outside [0, "
             f"{slot['vocab_size']})) and the model was fed token {slot['fed']} there instead: "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import capped, spanless
+from forensics.judge.padded_rows import padded_inputs_of
 from forensics.known.evidence import (
     CRASH_EVENT_KINDS,
     ENGINE_CODE,
@@ -33,6 +34,7 @@ from forensics.known.evidence import (
     unseen,
     unstopped,
 )
+from forensics.known.guard_bounds import claimed
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 from forensics.manifest_facts import PROBE_NO_RECORDS
@@ -92,6 +94,9 @@ class KnownAnswer:
     #: where the values out of range that the engine's code finds come, every one after the
     #: last crash event (:func:`after_crash`), or ``""``
     after_crash: str = ""
+    #: ids the embedding read in padded rows past the manifest's vocabulary (a wrong input, no
+    #: crash: :func:`~forensics.judge.padded_rows.padded_inputs_of`)
+    padded: int = 0
 
     def unseen_why(self) -> str:
         """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
@@ -185,6 +190,10 @@ class KnownAnswer:
                 return (f"No known signature matches the records judged{self.open_entries()}; "
                         "whether the capture shows a failure to report is not known"
                         f"{unjudged}.")
+            if self.padded:
+                return (f"No known signature matches{self.open_entries()}, and no index left "
+                        f"its range, yet the embedding read {self.padded} id(s) in padded rows "
+                        "past the vocabulary (a wrong input, not a crash): a failure to report.")
             return (f"No known signature matches{self.open_entries()}, and the capture shows "
                     "no failure to report.")
         if not self.matches:
@@ -289,7 +298,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     found = failing or bool(len(race.findings))
-    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in evidence.events)
+    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in claimed(evidence.events))
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing, failing and not found,
@@ -305,7 +314,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                        clamped=verdict == UNEXPLAINED and out_of_range(
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
-                       after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "")
+                       after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
+                       padded=len(padded_inputs_of(capture or result.capture)))
 
 
 def after_crash(evidence: Evidence) -> str:
@@ -402,14 +412,16 @@ def ran_none(baseline: str, result: ReplayResult) -> str:
 
 def _guard_step(evidence: Evidence) -> str:
     """The experiment for a bad index at a recorded site: guard mode, or, where the probe's
-    guard already raised in this run (a ``guard_violation`` event), that event to read; where
-    the manifest says the run was in guard mode already, no rerun in it."""
-    raised = any(e.get("kind") == "guard_violation" for e in evidence.events)
+    guard already raised in this run (a ``guard_violation`` event outside its own bound), that
+    event to read; where the manifest says the run was in guard mode already, no rerun in it."""
+    raised = any(e.get("kind") == "guard_violation" for e in claimed(evidence.events))
     if not raised and evidence.guard_mode:
+        held = "no guard_violation" if not any(
+            e.get("kind") == "guard_violation" for e in evidence.events) else \
+            "no guard_violation naming a value out of range"
         return ("A bad index used at one of the recorded sites: the capture's manifest says "
-                "the probe already ran in guard mode (probe.mode), and its events hold no "
-                "guard_violation (the guard's raise): rerunning in guard mode is what this "
-                "run did.")
+                f"the probe already ran in guard mode (probe.mode), and its events hold {held} "
+                "(the guard's raise): rerunning in guard mode is what this run did.")
     if not raised:
         return ("A bad index used at one of the recorded sites: rerun with the probe in guard "
                 "mode, which raises where an index is about to be used out of range.")

@@ -117,16 +117,24 @@ def guard_claim(capture: Any) -> str:
     claims (tensor, row, value, site: one line in two processes' events is one), their
     count and the first :data:`NAMED_GUARD_EVENTS` (``"its 3 guard events name values out of
     range: prev_positions = 9 at batch_change (guard_violation), ... and 1 more"``), the
-    events' count said apart where it differs; ``""`` when it holds none. A capture is data: an
-    event is the probe's claim, not a finding."""
+    events' count said apart where it differs; an event whose value is inside its own bound
+    (:mod:`~forensics.known.guard_bounds`) said apart as naming none; ``""`` when it holds
+    none. A capture is data: an event is the probe's claim, not a finding."""
     from forensics.known.evidence import GUARD_EVENT_KINDS, in_step_order
+    from forensics.known.guard_bounds import claimed, self_contradicting
 
-    events = [e for e in getattr(capture, "events", None) or []
-              if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]
-    if not events:
-        return ""
+    found = [e for e in getattr(capture, "events", None) or []
+             if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]
+    events = claimed(found)
+    said = [_claims_said(in_step_order(events))] if events else []
+    inside = self_contradicting(found)
+    return "; ".join(said + ([_inside_said(in_step_order(inside))] if inside else []))
+
+
+def _claims_said(events: list[dict[str, Any]]) -> str:
+    """:func:`guard_claim` of ``events`` (in step order), each naming a value outside its bound."""
     claims: dict[tuple[str, ...], list[str]] = {}
-    for event in sorted(in_step_order(events), key=lambda e: e["kind"] != "guard_violation"):
+    for event in sorted(events, key=lambda e: e["kind"] != "guard_violation"):
         kinds = claims.setdefault(_said(event), [])
         kinds += [] if event["kind"] in kinds else [event["kind"]]
     if len(claims) == 1:
@@ -140,6 +148,20 @@ def guard_claim(capture: Any) -> str:
     values = "values" if len(claims) == len(events) else f"{len(claims)} values"
     return (f"its {len(events)} guard events name {values} out of range: {named}"
             f"{f' and {more} more' if more > 0 else ''}")
+
+
+def _inside_said(events: list[dict[str, Any]]) -> str:
+    """What guard events whose values lie inside their own bounds claim: no value out of range
+    (``"its guard_violation event's prev_positions = 2 at batch_change is inside its own bound
+    4: it names no value out of range (not judged)"``; of several, counted, the first named)."""
+    tensor, _, value, site = _said(events[0])
+    first = f"{tensor} = {value} at {site}"
+    bound = _claimed(events[0].get("bound"))
+    if len(events) == 1:
+        return (f"its {_claimed(events[0]['kind'])} event's {first} is inside its own bound "
+                f"{bound}: it names no value out of range (not judged)")
+    return (f"its {len(events)} guard events whose values are inside their own bounds name no "
+            f"value out of range (not judged), the first {first} (bound {bound})")
 
 
 def _said(event: dict[str, Any]) -> tuple[str, ...]:

@@ -450,6 +450,7 @@ class ProbeSession(FlushMarks):
         """Close the held capture folder; remove it when this process made it and nothing
         was written into it (an engine that recorded nothing leaves no empty capture)."""
         if self._folder is not None:
+            tags.let_go(self, self._folder.fd)
             self._folder.close()
         if self.made_folder:
             try:

@@ -1,5 +1,6 @@
-"""Two segments of one capture holding the same batches (a copied file): found from their batch
-tables, then digests, then bytes (:func:`find_duplicate`)."""
+"""Two segments of one process holding the same batches (a copied file): found from their batch
+tables, then digests, then bytes (:func:`find_duplicate`). Two processes may write the same
+batches (the same steps of the same records): their segments are no copy."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ if TYPE_CHECKING:
 
 
 def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
-    """Two segments of one site and rank holding the same batches (a copied file), or None.
+    """Two segments of one site, rank and process holding the same batches (a copied file),
+    or None. Two processes' segments are never copies of each other: each one's header names
+    its process, which its file name must name (a file copied under another's name is refused
+    as it is opened).
 
     Candidates are found from the batch tables alone (sizes, rows, steps); only segments whose
     tables equal another's are read, each once, to a digest of its batches, and only equal
@@ -39,10 +43,10 @@ def find_duplicate(segments: list[Segment]) -> tuple[Segment, Segment] | None:
 
 
 def _table_key(seg: Segment) -> tuple[object, ...]:
-    """What two copies of one segment share without reading a batch: site, rank, batch
-    sizes, rows and steps."""
+    """What two copies of one segment share without reading a batch: site, rank, process,
+    batch sizes, rows and steps."""
     table = seg._table
-    return (seg.site, seg.rank, table["length"].tobytes(), table["rows"].tobytes(),
+    return (seg.site, seg.rank, seg.process, table["length"].tobytes(), table["rows"].tobytes(),
             table["step_min"].tobytes(), table["step_max"].tobytes())
 
 

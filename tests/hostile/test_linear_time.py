@@ -91,15 +91,16 @@ def test_a_long_log_parses_in_linear_time(ratios: dict[str, float], shape: str) 
 
 
 def _segments(root: Path, count: int) -> Path:
-    """A capture of ``count`` one-record segments whose batch tables are all equal and whose
-    bytes all differ (the duplicate check's worst case: every table is a candidate)."""
+    """A capture of ``count`` one-record segments of one process whose batch tables are all
+    equal and whose bytes all differ (the duplicate check's worst case: every table is a
+    candidate; segments of two processes are none, T157c)."""
     if root.exists():
         shutil.rmtree(root)
     record = Record("embedding", 0, 0, {"input_ids": np.array([1, 2, 3, 4], np.int32),
                                         "num_embeddings": 1 << 20})
     path = write_capture(root, [record])
-    for k in range(1, count):  # each process's own writer: a segment names its process
-        with CaptureWriter(path, process=f"w{k}") as writer:
+    for k in range(1, count):  # the process's next segment each time
+        with CaptureWriter(path, process="w0") as writer:
             writer.append(Record("embedding", 0, 0, {
                 "input_ids": np.array([1, 2, 3, 4 + k], np.int32), "num_embeddings": 1 << 20}))
     return path
@@ -143,8 +144,8 @@ def ratios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
 def test_the_duplicate_check_still_finds_a_copy_among_many(tmp_path: Path) -> None:
     """The linear check finds a byte-for-byte copy among segments whose tables all agree."""
     path = _segments(tmp_path / "c.capture", 50)
-    seg = sorted(path.glob("*.w7.*.arrows"))[0]
-    copy = path / seg.name.replace(".0000.", ".0001.")  # its process's next segment
+    seg = sorted(path.glob("*.w0.0007.arrows"))[0]
+    copy = path / seg.name.replace(".0007.", ".0050.")  # its process's next segment
     copy.write_bytes(seg.read_bytes())
     Path(f"{copy}.idx").write_bytes(Path(f"{seg}.idx").read_bytes())
     with pytest.raises(CaptureFormatError, match="hold the same batches") as raised:

@@ -1865,6 +1865,25 @@ TESTS = {
               "test_the_draft_title_of_a_guard_claim_alone_says_no_findings",
               "tests/hostile/test_round23_fix23a.py::"
               "test_the_draft_title_says_what_a_guard_event_claims_beside_the_records"],
+    "T157a": ["tests/hostile/test_round25_fix25b.py::"
+              "test_a_guard_event_inside_its_own_bound_is_not_relayed_as_a_violation",
+              "tests/hostile/test_round25_fix25b.py::"
+              "test_guard_events_inside_and_outside_their_bounds_are_counted_apart"],
+    "T157b": ["tests/hostile/test_round25_fix25b.py::"
+              "test_the_sentinel_inside_padded_rows_is_a_wrong_input_not_a_crash",
+              "tests/hostile/test_round25_fix25b.py::"
+              "test_an_id_past_the_vocabulary_in_padded_rows_is_said_and_one_of_it_is_not"],
+    "T157c": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_processes_byte_identical_segments_are_read",
+              "tests/hostile/test_round25_fix25b.py::test_a_copy_of_a_segment_is_still_refused",
+              "tests/hostile/test_linear_time.py::"
+              "test_the_duplicate_check_still_finds_a_copy_among_many"],
+    "T157d": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_servers_reports_interleaved_are_both_counted"],
+    "T157e": ["tests/hostile/test_round25_fix25b.py::"
+              "test_two_hosts_tags_that_read_alike_are_two_processes",
+              "tests/hostile/test_round24_fix24c.py::"
+              "test_a_reused_pid_appends_to_no_earlier_processs_events"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
