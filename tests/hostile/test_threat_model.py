@@ -1847,6 +1847,10 @@ TESTS = {
               "test_inspect_counts_no_report_past_int64"],
     "T158e": ["tests/hostile/test_round25_attack25a.py::"
               "test_dropped_chains_prefixes_hold_no_copy_of_the_log"],
+    "T164a": ["tests/hostile/test_round25_attack25d.py::"
+              "test_a_refusal_raised_while_a_capture_is_built_keeps_its_message",
+              "tests/hostile/test_round25_attack25d.py::"
+              "test_shrink_says_why_it_refuses_to_write_the_capture_it_built"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
