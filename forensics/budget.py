@@ -332,6 +332,20 @@ def overall_clock(seconds: float, default: float = DEFAULT_OVERALL_DEADLINE
             outer.timeouts, outer.deaths, outer.why = clock.timeouts, clock.deaths, clock.why
 
 
+@contextmanager
+def own_limits() -> Iterator[None]:
+    """Run the block by the running clock's deadline (if any), its children's timeouts and
+    deaths counted from none (:data:`MOST_CHILD_TIMEOUTS`, :data:`MOST_CHILD_DEATHS` of its
+    own), not added to the clock's: a shrink's replay of the capture it wrote, whose records
+    end the child as often as the original's did, was left none by the search."""
+    outer = _CLOCK.get()
+    token = _CLOCK.set(None if outer is None else Clock(outer.seconds, outer.end))
+    try:
+        yield
+    finally:
+        _CLOCK.reset(token)
+
+
 def running_clock() -> Clock | None:
     """The overall deadline the caller runs under (:func:`overall_clock`), or None."""
     return _CLOCK.get()

@@ -47,7 +47,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forensics.budget import DEFAULT_SHRINK_DEADLINE, Clock, overall_clock, remedy
+from forensics.budget import (
+    DEFAULT_SHRINK_DEADLINE,
+    Clock,
+    overall_clock,
+    own_limits,
+    remedy,
+)
 from forensics.errors import DeadlineError, ForensicsError
 from forensics.escaping import terminal
 from forensics.judge.continuity import CLAMPED, SUBSTITUTED
@@ -165,8 +171,9 @@ def _shrink(capture: CaptureArg, out: str | os.PathLike[str], variants: Sequence
         done[STOPPED_AFTER] = stopped
     manifest = {**cap.manifest, "shrink": done}
     # every event is kept, the flight recorder's kernel launches too (``forensics kernels``)
-    path = publish(out, [search.record(i) for i in kept], manifest,
-                   [*cap.events, *cap.kernel_events], expected, names, force)
+    with own_limits():  # its check: as many deaths and timeouts as the original's are its own
+        path = publish(out, [search.record(i) for i in kept], manifest,
+                       [*cap.events, *cap.kernel_events], expected, names, force)
     return ShrinkResult(path, before, len(kept), steps, search.replays + 2,
                         time.perf_counter() - start, expected, reference_seconds,
                         not (search.stopped or any(b.exhausted for b in search.budgets)),

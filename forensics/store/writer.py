@@ -396,8 +396,9 @@ def _built(folder: Folder, name: str, manifest: dict[str, Any] | None,
                            shown=folder.shown(tmp)) as writer:
             yield writer
         install(tmp, out)
-    except OSError as exc:
-        exc.filename = exc.filename and str(folder.shown(exc.filename))
+    except OSError as exc:  # a refusal of ours (an OSError too: no file) keeps its message
+        if exc.filename:
+            exc.filename = str(folder.shown(exc.filename))
         raise
     finally:
         if made:

@@ -1884,6 +1884,12 @@ TESTS = {
               "test_two_hosts_tags_that_read_alike_are_two_processes",
               "tests/hostile/test_round24_fix24c.py::"
               "test_a_reused_pid_appends_to_no_earlier_processs_events"],
+    "T164a": ["tests/hostile/test_round25_attack25d.py::"
+              "test_a_refusal_raised_while_a_capture_is_built_keeps_its_message",
+              "tests/hostile/test_round25_attack25d.py::"
+              "test_shrink_says_why_it_refuses_to_write_the_capture_it_built"],
+    "T164b": ["tests/hostile/test_round25_attack25d.py::"
+              "test_shrink_of_two_records_its_worker_dies_on_writes_the_capture_it_keeps"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
