@@ -1825,6 +1825,10 @@ TESTS = {
               "test_a_direct_run_kernels_call_has_the_commands_limits"],
     "T156d": ["tests/hostile/test_round25_fix25a.py::"
               "test_a_split_triages_pieces_start_no_kernel_worker"],
+    "T162a": ["tests/hostile/test_round25_fix25c.py::"
+              "test_a_loop_of_single_record_calls_has_one_limit",
+              "tests/hostile/test_round25_fix25c.py::"
+              "test_a_reset_or_a_close_starts_the_count_again"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

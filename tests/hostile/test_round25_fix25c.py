@@ -1,0 +1,75 @@
+"""Round 25, fix 25c: a notebook's loop of single-record ``run_kernel()`` calls on a worker
+that dies, hangs or answers no answer on each batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_round3_caps import post
+from test_round25_fix25a import DIED, EXITED, GARBAGE, _worker
+
+#: the limit's reason when the worker outlived its deadline (of 0.25 s) 3 times
+HUNG = ("3 answers outlived the child deadline of 0.25 s (FORENSICS_CHILD_TIMEOUT), so no more "
+        "were run")
+
+
+@pytest.mark.parametrize(("does", "held", "why"), [
+    ("hang", "timed out after 0.25 s", HUNG), ("exit", EXITED, DIED), ("garbage", GARBAGE, DIED)])
+def test_a_loop_of_single_record_calls_has_one_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, does: str, held: str, why: str) -> None:
+    """T162a: ``for r in recs: run_kernel(r)`` on a worker that never answers, dies or answers
+    garbage on each batch started it once per record (T156c's limit held per call); now 3
+    times in all: the records after are ``not judged`` saying why and that the count is the
+    worker's, across its direct calls, until it is closed or reset."""
+    from forensics.variants import triton_kernels
+
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: _worker(starts, does))
+    triton_kernels.close_worker()
+    try:
+        outcomes = [triton_kernels.run_kernel(post(s)) for s in range(6)]
+    finally:
+        triton_kernels.close_worker()
+    assert starts.read_text().count("started") == 3
+    kept = ("not judged: " + why + " (counted across this worker's direct calls until it is "
+            "closed, close_worker(), or its count reset, worker().reset())")
+    assert [(o.status, o.message) for o in outcomes] == (
+        [("error", held)] * 3 + [("error", kept)] * 3)
+
+
+def test_a_reset_or_a_close_starts_the_count_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """T162a: after the limit, the worker's ``reset()`` (or ``close_worker()``) lets the next
+    direct call start it again, as the ``not judged`` sentence says; a command's replay, which
+    counts on its own clock, is not held back by a notebook's direct calls."""
+    from forensics.replaying import replay
+    from forensics.store.writer import write_capture
+    from forensics.variants import triton_kernels
+
+    starts = tmp_path / "starts"
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: _worker(starts, "exit"))
+    triton_kernels.close_worker()
+    try:
+        for s in range(4):
+            triton_kernels.run_kernel(post(s))
+        assert starts.read_text().count("started") == 3
+        capture = write_capture(tmp_path / "dies.capture", [post(s) for s in range(2)])
+        table = replay(str(capture), variants=["vllm"]).outcomes
+        assert list(table[table["variant"] == "vllm"]["message"]) == [EXITED] * 2
+        assert starts.read_text().count("started") == 5
+        triton_kernels.worker().reset()
+        assert triton_kernels.run_kernel(post(9)).message == EXITED
+        assert starts.read_text().count("started") == 6
+        for s in range(2):
+            triton_kernels.run_kernel(post(s))
+        assert triton_kernels.run_kernel(post(3)).message.startswith("not judged: ")
+        assert starts.read_text().count("started") == 8
+        triton_kernels.close_worker()
+        assert triton_kernels.run_kernel(post(9)).message == EXITED
+        assert starts.read_text().count("started") == 9
+    finally:
+        triton_kernels.close_worker()
