@@ -73,3 +73,55 @@ def test_a_reset_or_a_close_starts_the_count_again(
         assert starts.read_text().count("started") == 9
     finally:
         triton_kernels.close_worker()
+
+
+#: heads of logs: CJK first lines (上 holds a 0x0a byte, 一 a NUL: neither is a line end),
+#: one CJK line alone, a CJK line then Latin ones, Latin, and mixed lines
+HEADS = {
+    "CJK": "上一个请求的错误\n引擎核心进程意外退出\n第三行\n",
+    "one CJK line": "引擎核心进程意外退出请检查日志\n",
+    "CJK then Latin": "上一个请求的错误\n" + "INFO 12-05 10:00:00 engine.py:1] step 3\n" * 3,
+    "CJK with CRLF": "上一个请求的错误\r\n第二行上\r\n",
+    "Latin": "INFO 12-05 10:00:00 engine.py:1] started\nERROR device-side assert\n",
+    "mixed": "INFO 错误 step 3\n第二行 ok\nmore 文本 上\n",
+}
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+@pytest.mark.parametrize(("codec", "named"), [("utf-16-le", "UTF-16LE"),
+                                              ("utf-16-be", "UTF-16BE")])
+def test_a_utf16_log_without_a_mark_is_named_by_its_line_ends(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], head: str, codec: str,
+        named: str) -> None:
+    """T162b: a UTF-16 log without a byte-order mark whose first line is CJK was read as
+    UTF-8 (its lines garbage, its crashes none) or refused as text of unknown byte order, as
+    a CJK character's 0x0a byte, or a single line feed, hid the order its line feeds show;
+    now the NULs of its line ends, at even offsets across its head, name the order, in one
+    line with the iconv that converts it (exit 2, nothing written)."""
+    from forensics.cli import main
+
+    log = tmp_path / "windows.log"
+    log.write_bytes(HEADS[head].encode(codec))
+    code = main(["import", str(log), "-o", str(tmp_path / "out.capture")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"looks like {named} text without a byte-order mark" in err, err
+    assert err.rstrip().endswith(f"convert it first (iconv -f {named} -t UTF-8)"), err
+    assert not (tmp_path / "out.capture").exists()
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_log_whose_head_has_no_line_end_is_of_unknown_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], codec: str) -> None:
+    """T162b: a UTF-16 log of CJK text with no line end in its head (no order shown) was read
+    as UTF-8, garbage; now it is refused in one line as UTF-16 of unknown byte order, giving
+    both conversions."""
+    from forensics.cli import main
+
+    log = tmp_path / "windows.log"
+    log.write_bytes(("引擎核心进程意外退出" * 300).encode(codec))
+    code = main(["import", str(log), "-o", str(tmp_path / "out.capture")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "looks like UTF-16 text of unknown byte order" in err, err
+    assert err.rstrip().endswith("(iconv -f UTF-16LE -t UTF-8, or -f UTF-16BE -t UTF-8)"), err
