@@ -76,12 +76,14 @@ def test_a_reset_or_a_close_starts_the_count_again(
 
 
 #: heads of logs: CJK first lines (上 holds a 0x0a byte, 一 a NUL: neither is a line end),
-#: one CJK line alone, a CJK line then Latin ones, Latin, and mixed lines
+#: one CJK line alone, a CJK line then Latin ones, a CJK line whose UTF-16LE bytes are ASCII
+#: (line 2 was named UTF-16BE), Latin, and mixed lines
 HEADS = {
     "CJK": "上一个请求的错误\n引擎核心进程意外退出\n第三行\n",
     "one CJK line": "引擎核心进程意外退出请检查日志\n",
     "CJK then Latin": "上一个请求的错误\n" + "INFO 12-05 10:00:00 engine.py:1] step 3\n" * 3,
     "CJK with CRLF": "上一个请求的错误\r\n第二行上\r\n",
+    "CJK whose LE bytes are ASCII": "我是中个在来有\nINFO step 3 is here\n上午\n",
     "Latin": "INFO 12-05 10:00:00 engine.py:1] started\nERROR device-side assert\n",
     "mixed": "INFO 错误 step 3\n第二行 ok\nmore 文本 上\n",
 }
@@ -94,7 +96,8 @@ def test_a_utf16_log_without_a_mark_is_named_by_its_line_ends(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], head: str, codec: str,
         named: str) -> None:
     """T162b: a UTF-16 log without a byte-order mark whose first line is CJK was read as
-    UTF-8 (its lines garbage, its crashes none) or refused as text of unknown byte order, as
+    UTF-8 (its lines garbage, its crashes none), refused as text of unknown byte order, or
+    its second line named UTF-16BE (after a first line whose LE bytes are ASCII), as
     a CJK character's 0x0a byte, or a single line feed, hid the order its line feeds show;
     now the NULs of its line ends, at even offsets across its head, name the order, in one
     line with the iconv that converts it (exit 2, nothing written)."""
