@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from test_round3_caps import post
-from test_round25_fix25a import DIED, EXITED, GARBAGE, _worker
+from test_round25_fix25a import DIED, EXITED, GARBAGE, bad_kernel_worker
 
 #: the limit's reason when the worker outlived its deadline (of 0.25 s) 3 times
 HUNG = ("3 answers outlived the child deadline of 0.25 s (FORENSICS_CHILD_TIMEOUT), so no more "
@@ -26,13 +26,8 @@ def test_a_loop_of_single_record_calls_has_one_limit(
 
     starts = tmp_path / "starts"
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: _worker(starts, does))
-    triton_kernels.close_worker()
-    try:
+    with bad_kernel_worker(monkeypatch, starts, does):
         outcomes = [triton_kernels.run_kernel(post(s)) for s in range(6)]
-    finally:
-        triton_kernels.close_worker()
     assert starts.read_text().count("started") == 3
     kept = ("not judged: " + why + " (counted across this worker's direct calls until it is "
             "closed, close_worker(), or its count reset, worker().reset())")
@@ -50,10 +45,7 @@ def test_a_reset_or_a_close_starts_the_count_again(
     from forensics.variants import triton_kernels
 
     starts = tmp_path / "starts"
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: _worker(starts, "exit"))
-    triton_kernels.close_worker()
-    try:
+    with bad_kernel_worker(monkeypatch, starts, "exit"):
         for s in range(4):
             triton_kernels.run_kernel(post(s))
         assert starts.read_text().count("started") == 3
@@ -71,8 +63,6 @@ def test_a_reset_or_a_close_starts_the_count_again(
         triton_kernels.close_worker()
         assert triton_kernels.run_kernel(post(9)).message == EXITED
         assert starts.read_text().count("started") == 9
-    finally:
-        triton_kernels.close_worker()
 
 
 #: heads of logs: CJK first lines (上 holds a 0x0a byte, 一 a NUL: neither is a line end),
