@@ -18,6 +18,8 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
+import numpy as np
+
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
 
@@ -58,8 +60,8 @@ def wide_encoding(prefix: bytes) -> tuple[str, str | None] | None:
     return utf16_by_line_ends(prefix)
 
 
-#: UTF-16's line ends (line feed, carriage return) as code units, by byte order
-_UTF16_ENDS = {"UTF-16LE": (b"\n\0", b"\r\0"), "UTF-16BE": (b"\0\n", b"\0\r")}
+#: UTF-16's byte orders without a mark
+_UTF16_ORDERS = ("UTF-16LE", "UTF-16BE")
 
 
 def utf16_by_line_ends(prefix: bytes) -> tuple[str, str] | None:
@@ -67,8 +69,11 @@ def utf16_by_line_ends(prefix: bytes) -> tuple[str, str] | None:
     line ends fall across the whole of it (each end a code unit at an even offset): those of
     one order only, more of them than the other line-end bytes (a CJK character may hold one)
     and the text printable in that order; None when they do not tell."""
-    units = [prefix[i:i + 2] for i in range(0, len(prefix) - 1, 2)]
-    ends = {name: sum(unit in shapes for unit in units) for name, shapes in _UTF16_ENDS.items()}
+    if 0 not in prefix:
+        return None
+    units = np.frombuffer(prefix[:len(prefix) // 2 * 2], dtype=np.uint8).reshape(-1, 2)
+    ends = {name: int(np.count_nonzero(np.isin(units[:, at], (10, 13)) & (units[:, 1 - at] == 0)))
+            for name, at in (("UTF-16LE", 0), ("UTF-16BE", 1))}
     stray = prefix.count(b"\n") + prefix.count(b"\r") - sum(ends.values())
     for (name, found), other in zip(ends.items(), reversed(ends.values()), strict=True):
         if found > stray and not other and _printable(prefix, name, 2):
@@ -85,7 +90,7 @@ def unknown_order(prefix: bytes) -> bool:
     hold lone surrogates)."""
     if 0 not in prefix or _utf8(prefix):
         return False
-    for name in _UTF16_ENDS:
+    for name in _UTF16_ORDERS:
         try:
             prefix[:len(prefix) // 4 * 4 - 2].decode(name)
         except UnicodeDecodeError:
