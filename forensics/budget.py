@@ -249,8 +249,9 @@ MOST_CHILD_DEATHS = 3
 class Clock:
     """A running overall deadline: its ``seconds``, when it ends (``time.monotonic``), how
     many answers it left unjudged (``cut``), how many outlived their child's deadline
-    (``timeouts``), how many were a child's death or no answer (``deaths``), and why it ended
-    early (``why``; "" while it runs to ``end``)."""
+    (``timeouts``), how many were a child's death or no answer (``deaths``), why it ended
+    early (``why``; "" while it runs to ``end``), and what ``why`` adds of where those counts
+    are kept (``kept``: "" for a command's, which end with it)."""
 
     seconds: float
     end: float
@@ -258,6 +259,7 @@ class Clock:
     timeouts: int = 0
     why: str = ""
     deaths: int = 0
+    kept: str = ""
 
     def left(self) -> float:
         """The seconds left before it passes (0 or less: passed, or ended early)."""
@@ -286,7 +288,9 @@ class Clock:
     def passed(self) -> str:
         """``the overall deadline of N s passed`` (or ``why``): why what it left was not
         judged."""
-        return self.why or f"the overall deadline of {self.seconds:g} s passed"
+        if self.why:
+            return self.why + self.kept
+        return f"the overall deadline of {self.seconds:g} s passed"
 
 
 def longer(cut: str) -> str:

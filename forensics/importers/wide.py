@@ -7,13 +7,18 @@ precedes it, in UTF-32 three do. :func:`wide_encoding` reads only a bounded pref
 (:data:`PREFIX_BYTES`) and asks that nearly every code unit be so (:data:`SHARE`): a UTF-8 log
 has no NUL in its text, and binary data (random bytes, runs of NULs, small integers) fails one
 half of the test or the other. Text mostly not ASCII (a banner in Chinese) is shown by its
-line feeds instead: each a whole code unit with its NULs, the characters around them printable.
+line ends instead: in UTF-16, the NULs of its line-end code units at even offsets across the
+whole prefix, of one byte order only (:func:`utf16_by_line_ends`; a CJK character may hold a
+0x0a byte, which is no line end). UTF-16 text whose prefix shows no order (no line end) is
+refused as of unknown byte order (:func:`unknown_order`).
 """
 
 from __future__ import annotations
 
 import codecs
 from pathlib import Path
+
+import numpy as np
 
 from forensics.errors import CaptureFormatError
 from forensics.escaping import terminal
@@ -48,11 +53,60 @@ def wide_encoding(prefix: bytes) -> tuple[str, str | None] | None:
         units = len(prefix) // width
         if units >= MIN_UNITS and _laid_out(prefix[:units * width], width, at, units):
             return name, f"{nuls} nearly every character of its first {units * width} bytes"
-    for name, width, at, nuls in _LAYOUTS:
+    for name, width, at, nuls in _LAYOUTS[:2]:
         ends = _line_ends(prefix, width, at)
         if ends >= MIN_LINE_ENDS and _printable(prefix, name, width):
             return name, f"{nuls} each of the {ends} line feeds of its first {len(prefix)} bytes"
+    return utf16_by_line_ends(prefix)
+
+
+#: UTF-16's byte orders without a mark
+_UTF16_ORDERS = ("UTF-16LE", "UTF-16BE")
+
+
+def utf16_by_line_ends(prefix: bytes) -> tuple[str, str] | None:
+    """The byte order of UTF-16 text without a mark in ``prefix``, by where the NULs of its
+    line ends fall across the whole of it (each end a code unit at an even offset): those of
+    one order only, more of them than the other line-end bytes (a CJK character may hold one)
+    and the text printable in that order; None when they do not tell."""
+    if 0 not in prefix:
+        return None
+    units = np.frombuffer(prefix[:len(prefix) // 2 * 2], dtype=np.uint8).reshape(-1, 2)
+    ends = {name: int(np.count_nonzero(np.isin(units[:, at], (10, 13)) & (units[:, 1 - at] == 0)))
+            for name, at in (("UTF-16LE", 0), ("UTF-16BE", 1))}
+    stray = prefix.count(b"\n") + prefix.count(b"\r") - sum(ends.values())
+    for (name, found), other in zip(ends.items(), reversed(ends.values()), strict=True):
+        if found > stray and not other and _printable(prefix, name, 2):
+            nuls = "a NUL byte after" if name.endswith("LE") else "a NUL byte before"
+            return name, (f"{nuls} each of its {found} line end(s), at even offsets, in its first "
+                          f"{len(prefix)} bytes")
     return None
+
+
+def unknown_order(prefix: bytes) -> bool:
+    """Whether ``prefix``, of no encoding :func:`wide_encoding` tells, is UTF-16 text all the
+    same: it holds NULs (UTF-8 text has none), it is not UTF-8, and read as UTF-16 in one byte
+    order or the other it is whole code units of nearly all printable text (random bytes
+    hold lone surrogates)."""
+    if 0 not in prefix or _utf8(prefix):
+        return False
+    for name in _UTF16_ORDERS:
+        try:
+            prefix[:len(prefix) // 4 * 4 - 2].decode(name)
+        except UnicodeDecodeError:
+            continue
+        if _printable(prefix, name, 2):
+            return True
+    return False
+
+
+def _utf8(prefix: bytes) -> bool:
+    """Whether ``prefix`` is UTF-8, a character cut at its end allowed."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(prefix, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _printable(prefix: bytes, name: str, width: int) -> bool:
@@ -89,6 +143,12 @@ def refuse_wide(path: Path, prefix: bytes) -> None:
     """Raise CaptureFormatError naming the log ``path``, its encoding and the ``iconv`` that
     converts it when its first bytes ``prefix`` are UTF-16 or UTF-32 text."""
     found = wide_encoding(prefix)
+    if found is None and unknown_order(prefix):
+        raise CaptureFormatError(
+            f"log '{terminal(path)}' looks like UTF-16 text of unknown byte order without a "
+            f"byte-order mark (NUL bytes, not UTF-8, and no line ends in its first "
+            f"{len(prefix)} bytes that tell the order); logs are read as UTF-8: convert it "
+            f"first (iconv -f UTF-16LE -t UTF-8, or -f UTF-16BE -t UTF-8)")
     if found is None:
         return
     name, nuls = found

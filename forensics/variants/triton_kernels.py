@@ -26,7 +26,9 @@ under that clock: the records left are ``not judged: 3 answers outlived the chil
 N s (FORENSICS_CHILD_TIMEOUT), so no more were run``; and of the
 :data:`~forensics.budget.MOST_CHILD_DEATHS`-th record it dies on or answers with a line that is
 no answer (``not judged: the child died, or answered a line that is not an answer, 3 times``).
-A direct call (:func:`run_kernels`, a notebook's) runs under a clock of its own.
+A direct call (:func:`run_kernels`, a notebook's) runs under a clock of its own, whose
+timeouts and deaths go on from the worker's earlier direct calls until it is closed or reset
+(:data:`KEPT`, which their ``not judged`` reason ends with).
 
 The ``vllm+PATH.diff`` variant gets a worker of its own (:class:`KernelPatch`): it imports the
 diff's patched copies of vLLM's files in place of the installed ones, so the kernels it runs are
@@ -135,6 +137,7 @@ class KernelWorker:
         self._count = 0
         self.patch = patch
         self._stuck = ""  # why its start outlived its deadline (then it is not started again)
+        self._counts = (0, 0, "")  # the timeouts, deaths and why of its direct calls' clocks
 
     def _command(self) -> list[str]:
         """The worker's command line; a patch's files written under the scratch directory."""
@@ -196,12 +199,27 @@ class KernelWorker:
             AllocationBudgetError: a record's buffers would pass the allocation budget.
         """
         if running_clock() is None:  # a direct call (a notebook's): a replay's clock of its own
-            with overall_clock(DEFAULT_REPLAY_DEADLINE):
-                return self.run_many(records)
+            return self._direct(records)
         outcomes: list[Outcome] = []
         while len(outcomes) < len(records):
             outcomes += self._exchange(records[len(outcomes):])
         return outcomes
+
+    def _direct(self, records: list[Record]) -> list[Outcome]:
+        """:meth:`run_many` of a direct call, under a replay's clock of its own whose child
+        timeouts and deaths go on from this worker's earlier direct calls (:meth:`reset`)."""
+        with overall_clock(DEFAULT_REPLAY_DEADLINE) as clock:
+            clock.timeouts, clock.deaths, clock.why = self._counts
+            clock.kept = KEPT
+            try:
+                return self.run_many(records)
+            finally:
+                self._counts = (clock.timeouts, clock.deaths, clock.why)
+
+    def reset(self) -> None:
+        """Forget the child timeouts and deaths of its earlier direct calls: the next may
+        start it again (:data:`KEPT`)."""
+        self._counts = (0, 0, "")
 
     def _exchange(self, records: list[Record]) -> list[Outcome]:
         """Send ``records`` as one batch; the outcomes of those answered, and of the one the
@@ -409,6 +427,11 @@ def _arrays(record: Record) -> dict[str, Any]:
 
 #: the answer status of a record past the allocation budget (as the worker's ``BUDGET``)
 BUDGET = "budget"
+
+#: what the reason of the records a direct call leaves ``not judged`` adds: the limit is the
+#: worker's, counted across its direct calls (a notebook's loop of single-record calls)
+KEPT = (" (counted across this worker's direct calls until it is closed, close_worker(), or "
+        "its count reset, worker().reset())")
 
 #: the shared workers, by patch (None: the installed vLLM)
 _WORKERS: dict[KernelPatch | None, KernelWorker] = {}

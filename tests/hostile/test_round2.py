@@ -72,6 +72,19 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str
     return code, out.out, out.err
 
 
+def check_said(capsys: pytest.CaptureFixture[str], argv: tuple[object, ...], says: str,
+               absent: tuple[str, ...], fold: bool = True) -> str:
+    """``forensics ARGV``'s stdout (exit 0, checked), its white space folded unless ``fold``
+    is false, checked to hold ``says`` and none of ``absent``."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    text = " ".join(out.split()) if fold else out
+    for phrase in absent:
+        assert phrase not in text, text
+    assert says in text, text
+    return text
+
+
 # ---------------------------------------------------------------- 1. HTML report injection
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.test_round2 import run_cli
+from tests.hostile.test_round2 import check_said, run_cli
 
 # ------------------------------ T155a: the guard's raise keeps no real id in the engine's exception
 
@@ -87,13 +87,10 @@ def test_the_next_steps_of_a_guard_s_raise_do_not_ask_to_rerun_in_guard_mode(
     from test_round23_fix23a import _guarded
 
     capture = _guarded(tmp_path)
-    code, out, err = run_cli(capsys, "replay", capture)
-    assert code == 0, err
-    said = " ".join(out.split())
-    assert "rerun with the probe in guard mode" not in said, said
-    assert ("the capture's guard_violation event says the probe's guard already raised in guard "
-            "mode (its claim of a site, tensor and value, which no replay of the records finds); "
-            "read that event.") in said, said
+    check_said(capsys, ("replay", capture),
+               "the capture's guard_violation event says the probe's guard already raised in "
+               "guard mode (its claim of a site, tensor and value, which no replay of the "
+               "records finds); read that event.", ("rerun with the probe in guard mode",))
     events = capture / "events-w0.jsonl"
     events.write_text(events.read_text().replace('"guard_violation"', '"engine_exception"'))
     code, out, err = run_cli(capsys, "replay", capture)

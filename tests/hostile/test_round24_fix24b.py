@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from test_round3_caps import post, with_kernel_worker
 
 from forensics.store.writer import write_capture
 from tests.hostile.test_round23_attack23b import PROBE_TESTS, _child
+
+if TYPE_CHECKING:
+    from forensics.budget import Clock
 
 # ------------------------------- T147a: every record of a replay outlives its child's deadline
 #: a kernel worker that starts at once (no vLLM), notes each start in the file argv[1] names,
@@ -76,23 +81,36 @@ def test_the_timeouts_of_a_commands_replays_count_together(
     """T147a: a replay inside a command's overall clock (a shrink's) counts its children's
     timeouts with the command's: two timeouts in one replay and one in the next end them all,
     the next replay's clock ended from its start."""
-    from forensics.budget import overall_clock
+    from forensics.budget import Clock
 
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "2")
+    command, why = counted_across_blocks(Clock.timed_out)
+    assert why == ("3 answers outlived the child deadline of 2 s (FORENSICS_CHILD_TIMEOUT), "
+                   "so no more were run")
+    assert command.timeouts == 3
+
+
+def counted_across_blocks(count: Callable[[Clock], None]) -> tuple[Clock, str]:
+    """Two of a command's children's answers counted (``count``: ``Clock.timed_out`` or
+    ``Clock.died``) in its first replay's clock and one in its second: the first runs on, the
+    second ends at the third, a third replay's clock is ended from its start; the command's
+    clock (ended) and why the third's ended."""
+    from forensics.budget import overall_clock
+
     with overall_clock(100) as command:
         with overall_clock(50) as first:
-            first.timed_out()
-            first.timed_out()
+            count(first)
+            count(first)
             assert first.left() > 0
         with overall_clock(50) as second:
             assert second.left() > 0
-            second.timed_out()
+            count(second)
             assert second.left() < 0
         with overall_clock(50) as third:
             assert third.left() < 0
-            assert third.passed() == ("3 answers outlived the child deadline of 2 s "
-                                      "(FORENSICS_CHILD_TIMEOUT), so no more were run")
-    assert command.timeouts == 3 and command.left() < 0
+            why = third.passed()
+    assert command.left() < 0
+    return command, why
 
 
 def test_what_a_cut_says_to_lengthen_is_what_ended_its_clock() -> None:
@@ -111,10 +129,9 @@ def test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline(
     """T147a: ``forensics kernels`` of 6 launches its replay worker never answers starts it 3
     times, not 6: the 3 launches it outlived are ``timed out``, the 3 left ``not run`` saying
     why, never replayed; nothing was judged (exit 2, one line)."""
-    from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch
+    from test_round4_kernels import STAND_IN, launch
     from test_round4_kernels import write_capture as write_events
 
-    from forensics.cli import main
     from forensics.kernels import sanitizer
 
     starts: list[int] = []
@@ -125,17 +142,32 @@ def test_kernels_stops_restarting_a_replay_worker_that_outlives_its_deadline(
 
     capture = write_events(tmp_path / "hangs.capture", [launch(1) for _ in range(6)])
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
+    _err, out = refused_kernels(monkeypatch, capsys, capture, command)
+    assert len(starts) == 3
+    why = ("not run: 3 answers outlived the child deadline of 0.25 s "
+           "(FORENSICS_CHILD_TIMEOUT), so no more were run")
+    assert [(r["status"], r["reason"]) for r in out["launches"]] == (
+        [("not_replayable", "timed out after 0.25 s")] * 3 + [("not_run", why)] * 3)
+
+
+def refused_kernels(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                    capture: Path, command: Callable[[Any], list[str]]
+                    ) -> tuple[str, dict[str, Any]]:
+    """``forensics kernels CAPTURE --json`` with the sanitizer's replay worker started by
+    ``command`` (a method of its Worker) and the stand-in's kernel installed, which judges
+    nothing: its one line (exit 2, checked) and its JSON."""
+    from test_round4_kernels import KERNEL, MODULE
+
+    from forensics.cli import main
+    from forensics.kernels import sanitizer
+
     monkeypatch.setattr(sanitizer.Worker, "command", command)
     monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
     code = main(["kernels", str(capture), "--json"])
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 2 and captured.err.count("\n") == 1, captured.err
-    assert len(starts) == 3
-    why = ("not run: 3 answers outlived the child deadline of 0.25 s "
-           "(FORENSICS_CHILD_TIMEOUT), so no more were run")
-    assert [(r["status"], r["reason"]) for r in out["launches"]] == (
-        [("not_replayable", "timed out after 0.25 s")] * 3 + [("not_run", why)] * 3)
+    return captured.err, out
 
 
 # ------------------------------- T147b: a fork that fails leaves no join mark

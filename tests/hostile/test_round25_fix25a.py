@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from test_round3_caps import post, with_kernel_worker
+from test_round24_fix24b import counted_across_blocks, refused_kernels
 
 from forensics.store.writer import write_capture
 
@@ -43,6 +46,22 @@ def _worker(starts: Path, does: str) -> list[str]:
     return [sys.executable, "-c", BAD_WORKER, str(starts), does]
 
 
+@contextmanager
+def bad_kernel_worker(monkeypatch: pytest.MonkeyPatch, starts: Path, does: str
+                      ) -> Iterator[None]:
+    """The block's V2 kernel workers are :data:`BAD_WORKER` doing ``does``, noting their
+    starts in ``starts``; the shared worker closed before the block and after it."""
+    from forensics.variants import triton_kernels
+
+    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
+                        lambda self: _worker(starts, does))
+    triton_kernels.close_worker()
+    try:
+        yield
+    finally:
+        triton_kernels.close_worker()
+
+
 @pytest.mark.parametrize(("does", "held"), [("exit", EXITED), ("garbage", GARBAGE)])
 def test_a_replay_stops_restarting_a_worker_that_dies_on_every_record(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -70,17 +89,10 @@ def test_the_records_a_dying_worker_held_say_how_it_ended(
     """T156a: in the replay's outcomes the 3 records the worker died on say how, not
     explained by the values; the 7 after them ``not judged`` with the limit's reason."""
     from forensics.replaying import replay
-    from forensics.variants import triton_kernels
 
-    starts = tmp_path / "starts"
     capture = write_capture(tmp_path / "dies.capture", [post(s) for s in range(10)])
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: _worker(starts, "exit"))
-    triton_kernels.close_worker()
-    try:
+    with bad_kernel_worker(monkeypatch, tmp_path / "starts", "exit"):
         result = replay(str(capture), variants=["vllm"])
-    finally:
-        triton_kernels.close_worker()
     table = result.outcomes
     messages = list(table[table["variant"] == "vllm"].sort_values("step")["message"])
     assert messages == [EXITED] * 3 + [f"not judged: {DIED}"] * 7
@@ -109,18 +121,10 @@ def test_deaths_of_a_commands_replays_count_together() -> None:
     """T156a: a replay inside a command's clock counts its children's deaths with the
     command's (as T147a's timeouts): two in one, one in the next end them all; what to do
     then is to find what ended the child, not to lengthen a deadline."""
-    from forensics.budget import overall_clock, remedy
+    from forensics.budget import Clock, remedy
 
-    with overall_clock(100) as command:
-        with overall_clock(50) as first:
-            first.died()
-            first.died()
-            assert first.left() > 0
-        with overall_clock(50) as second:
-            second.died()
-            assert second.left() < 0
-            assert second.passed() == DIED
-    assert command.deaths == 3 and command.left() < 0
+    command, why = counted_across_blocks(Clock.died)
+    assert why == DIED and command.deaths == 3
     assert remedy(DIED) == "find what ended the child"
     assert remedy("the overall deadline of 5 s passed") == "give a longer --deadline"
 
@@ -145,10 +149,9 @@ def test_kernels_stops_restarting_a_replay_worker_that_dies_on_every_launch(
     answers a line that is no answer) started it 6 times; now 3: the 3 launches it held are
     ``not_replayable`` saying how, the 3 left ``not run`` saying why (exit 2, one line that
     says to find what ended the worker, not to lengthen a deadline)."""
-    from test_round4_kernels import KERNEL, MODULE, STAND_IN, launch
+    from test_round4_kernels import STAND_IN, launch
     from test_round4_kernels import write_capture as write_events
 
-    from forensics.cli import main
     from forensics.kernels import sanitizer
 
     starts = tmp_path / "starts"
@@ -161,14 +164,9 @@ def test_kernels_stops_restarting_a_replay_worker_that_dies_on_every_launch(
         return [sys.executable, "-P", "-c", GARBAGE_REPLAY_WORKER, str(starts)]
 
     capture = write_events(tmp_path / "dies.capture", [launch(2) for _ in range(6)])
-    monkeypatch.setattr(sanitizer.Worker, "command", command)
-    monkeypatch.setattr(sanitizer, "installed_kernels", lambda: [(MODULE, KERNEL)])
-    code = main(["kernels", str(capture), "--json"])
-    captured = capsys.readouterr()
-    out = json.loads(captured.out)
-    assert code == 2 and captured.err.count("\n") == 1, captured.err
-    assert captured.err.rstrip().endswith(  # it named --deadline and FORENSICS_CHILD_TIMEOUT
-        "fix what it says; for the launches 'not run', find what ended the child"), captured.err
+    err, out = refused_kernels(monkeypatch, capsys, capture, command)
+    assert err.rstrip().endswith(  # it named --deadline and FORENSICS_CHILD_TIMEOUT
+        "fix what it says; for the launches 'not run', find what ended the child"), err
     assert starts.read_text().count("started") == 3
     how = ("the replay crashed the interpreter's process" if does == "exit"
            else sanitizer.NOT_AN_ANSWER)
@@ -188,18 +186,13 @@ def test_a_direct_run_kernels_call_has_the_commands_limits(
 
     starts = tmp_path / "starts"
     monkeypatch.setenv("FORENSICS_CHILD_TIMEOUT", "0.25")
-    monkeypatch.setattr(triton_kernels.KernelWorker, "_command",
-                        lambda self: _worker(starts, does))
-    triton_kernels.close_worker()
-    try:
+    with bad_kernel_worker(monkeypatch, starts, does):
         outcomes = triton_kernels.run_kernels([post(s) for s in range(6)])
-    finally:
-        triton_kernels.close_worker()
     why = DIED if does != "hang" else (
         "3 answers outlived the child deadline of 0.25 s (FORENSICS_CHILD_TIMEOUT), so no "
         "more were run")
     assert [(o.status, o.message) for o in outcomes] == (
-        [("error", held)] * 3 + [("error", f"not judged: {why}")] * 3)
+        [("error", held)] * 3 + [("error", f"not judged: {why}{triton_kernels.KEPT}")] * 3)
     assert starts.read_text().count("started") == 3
 
 
