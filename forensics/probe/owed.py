@@ -80,12 +80,24 @@ class OwedEvents:
 def framed(owed: OwedEvents, channel: Any, event: dict[str, Any]) -> bool:
     """Frame the events waiting, then ``event``, into the writer process's ring (``channel``)
     and poke it; one its ring has no room for waits in ``owed`` (the lock held)."""
-    if frame_waiting(owed, channel) and _put(channel, event, False):
+    if _frame_waiting(owed, channel) and _put(channel, event, False):
         return bool(channel.poke())
     return owed.keep(event)
 
 
-def frame_waiting(owed: OwedEvents, channel: Any) -> bool:
+def frame_waiting(session: Any, channel: Any) -> None:
+    """Frame the events waiting in ``session``'s queue into the writer process's ring (the
+    session's lock held; the thread marked busy meanwhile, so that a signal's handler that
+    writes waits: :mod:`~forensics.probe.busy`)."""
+    if len(session.owed):
+        session.enter_framing()
+        try:
+            _frame_waiting(session.owed, channel)
+        finally:
+            session.leave_flush()
+
+
+def _frame_waiting(owed: OwedEvents, channel: Any) -> bool:
     """Frame the events waiting in ``owed`` into ``channel``'s ring and poke the writer
     process when one was; whether none is left waiting."""
     if not len(owed):

@@ -634,7 +634,7 @@ class ProcessBackend:
         if not alive:
             self._lost(None)
             return
-        owed.frame_waiting(self.session.owed, channel)
+        owed.frame_waiting(self.session, channel)
         if waited and not done:
             self.session.counts["timeouts"] += 1
 
