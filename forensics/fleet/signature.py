@@ -8,7 +8,7 @@ from typing import Any
 
 from forensics.escaping import terminal
 from forensics.fleet.piece import BASELINE, NO_RECORDS, ONLY_NOT_KNOWN
-from forensics.store.events import LEFT_OUT, NEVER_WRITTEN
+from forensics.store.events import LEFT_OUT, NEVER_WRITTEN, UNWRITTEN_WHY
 from forensics.store.paths import CUT_SHORT
 from forensics.store.unjudged import FROM_ORIGINAL
 
@@ -107,6 +107,7 @@ def what(row: dict[str, Any]) -> str:
                                                ("files cut short", CUT_SHORT),
                                                ("records never written", NEVER_WRITTEN),
                                                ("events left out", LEFT_OUT),
+                                               ("events lost", UNWRITTEN_WHY),
                                                ("records its redaction did not keep",
                                                 FROM_ORIGINAL)) if said in why]
         return f"records not judged ({', '.join(reasons) or 'sites not known to this install'})"

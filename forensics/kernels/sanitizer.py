@@ -627,12 +627,15 @@ def unreadable(path: Path) -> str:
 
 
 def _dropped_note(events: list[dict[str, Any]]) -> str:
-    """That the probe left launches out of its full events files (its ``probe_stop`` says how
-    many events), so the launches here may not be all the capture's; ``""`` when none was."""
+    """That the probe left launches out of its full events files, or lost them to its stalled
+    writer (its ``probe_stop`` says how many events: ``events_dropped``, ``events_unwritten``),
+    so the launches here may not be all the capture's; ``""`` when none was."""
     from forensics.store.events import dropped_by_probe
 
-    dropped = dropped_by_probe(events)
-    if not dropped:
+    dropped, lost = dropped_by_probe(events), dropped_by_probe(events, "events_unwritten")
+    why = [f"left out {dropped} event(s) when its events file was full"] if dropped else []
+    why += [f"lost {lost} event(s) its stalled writer could not take"] if lost else []
+    if not why:
         return ""
-    return (f"the probe left out {dropped} event(s) when its events file was full: kernel "
-            "launches among them were not recorded, so the launches here may not be all that ran")
+    return (f"the probe {' and '.join(why)}: kernel launches among them were not recorded, "
+            "so the launches here may not be all that ran")

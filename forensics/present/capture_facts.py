@@ -362,12 +362,14 @@ def facts_lines(summary: dict[str, Any]) -> list[str]:
         LEFT_OUT,
         NEVER_WRITTEN,
         REDACTED,
+        UNWRITTEN,
         unjudged,
         unjudged_text,
     )
 
     facts = summary_facts(summary)
-    unseen = unjudged_text(unjudged(None, None, facts), {NEVER_WRITTEN, LEFT_OUT, REDACTED})
+    unseen = unjudged_text(unjudged(None, None, facts), {NEVER_WRITTEN, LEFT_OUT, UNWRITTEN,
+                                                               REDACTED})
     return ["manifest:", *(f"  {fact_label(key)}: {fact_text(key, value)}"
                            for key, value in facts.items()
                            if key not in ("events", "steps", "ranks", "redacted_unjudged")),

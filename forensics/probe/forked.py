@@ -24,6 +24,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from forensics.probe import owned
+from forensics.probe.owed import OwedEvents
 from forensics.probe.thread_backend import ThreadBackend
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ def afresh(session: ProbeSession) -> None:
     let_go_of_writer(session.backend)
     session.counts = dict.fromkeys(session.counts, 0)
     session.lost_to_signal = 0  # the parent's: the copy's probe_stop said it lost them
+    session.owed = OwedEvents()  # the parent's events waiting for its writer: not the copy's
     #: the parent's writer thread's CPUs (the copy's probe_stop said them, its own writer
     #: thread never run) and its warnings given once (the copy's first went unsaid)
     session.cpus, session._warned, session._passed_on_warned = {}, False, set()

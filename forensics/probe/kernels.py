@@ -41,6 +41,7 @@ from forensics.probe.kernel_selection import (
     refuse_unused,
     selection,
 )
+from forensics.probe.launched import counted, launched
 
 LOG = logging.getLogger("forensics.probe")
 #: an integer or boolean storage up to this size is recorded whole; a larger one: the view
@@ -148,25 +149,27 @@ class FlightRecorder:
         return self._pid == os.getpid() or bool(self.seen)
 
     def before(self, meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any],
-               grid: Any) -> Pending | None:
-        """Record a launch's arguments (None when it is captured into a graph)."""
+               grid: Any, *, count: bool = True) -> Pending | None:
+        """Record a launch's arguments (None when it is captured into a graph); count it too
+        unless not ``count`` (the launch path counts it once it ran: :mod:`.launched`)."""
         if not self.own():
             self._pid = os.getpid()  # its first launch: the copy's own from now on
-        key = meta.key
-        self.seen[key] = self.seen.get(key, 0) + 1
-        if self._capturing():
-            self.graph_seen[key] = self.graph_seen.get(key, 0) + 1
-            return None
+        pending = None if self._capturing() else self._copied(meta, args, kwargs, grid)
+        if count:
+            launched(self, meta, pending)
+        return pending
+
+    def _copied(self, meta: KernelMeta, args: tuple[Any, ...], kwargs: dict[str, Any],
+                grid: Any) -> Pending:
+        """A launch's arguments, copied, neither counted nor numbered yet."""
         step, rank = self._step_rank()
-        pending = Pending(meta, step, rank, self._next_ordinal(step))
+        pending = Pending(meta, step, rank, 0)
         bound = _bind(meta, args, kwargs)
         self._arguments(pending, bound)
         pending.grid = _grid(grid, bound)
         self._pointer_tables(pending, bound)
         _share(pending)
         pending.before = _join(pending.views)
-        if not self.hands_off_each_launch:
-            self._launches(step).append(pending)
         return pending
 
     def after(self, pending: Pending) -> None:
@@ -187,13 +190,6 @@ class FlightRecorder:
         pending.views = []
         self.session.keep_event(KIND, **event_fields(pending))
         self.written += 1
-
-    def _next_ordinal(self, step: int) -> int:
-        """The launch ordinal of a new launch at ``step`` (0 for its first)."""
-        last, count = self._ordinal
-        count = count + 1 if last == step else 1
-        self._ordinal = (step, count)
-        return count - 1
 
     def _arguments(self, pending: Pending, bound: dict[str, Any]) -> None:
         """Note every argument of a launch: constexprs, tensors (with their contents, within
@@ -505,21 +501,23 @@ def wrap_run(original: Callable[..., Any]) -> Callable[..., Any]:
         recorder = RECORDER
         if recorder is None or warmup:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        pending = None
+        pending = meta = None
         try:
             meta = recorder.kernel(self)
-            if meta.wanted:
-                pending = recorder.before(meta, args, kwargs, grid)
+            if meta.wanted:  # counted once it ran (a signal may cut the copy: launched.py)
+                pending = recorder.before(meta, args, kwargs, grid, count=False)
         except Exception as exc:  # the recorder never breaks a launch
             recorder.errors += 1
             LOG.debug("forensics kernels: recording a launch failed: %s", exc)
         try:
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
         except BaseException:
+            counted(recorder, meta, pending)
             if pending is not None and recorder.hands_off_each_launch:
                 _hand_off_raised(recorder, pending)
             dump("a kernel launch raised")
             raise
+        counted(recorder, meta, pending)
         if pending is not None:
             try:
                 recorder.after(pending)

@@ -38,7 +38,7 @@ from operator import attrgetter
 from typing import Any, Protocol
 
 from forensics.probe import channel as channel_module
-from forensics.probe import forked, frames, handed, late, owned, tags
+from forensics.probe import forked, frames, handed, late, owed, owned, tags
 from forensics.probe.busy import FlushMarks
 from forensics.probe.channel import Ack, WriterChannel
 from forensics.probe.copy import Copier, PendingRecord
@@ -113,7 +113,7 @@ class ProbeSession(FlushMarks):
         self.runner: Any = None
         self.counts = {"records": 0, "written": 0, "dropped": 0, "errors": 0, "violations": 0,
                        "timeouts": 0}
-        self.lost_to_signal = 0  # records a signal's handler cut out of their hand-off
+        self.lost_to_signal, self.owed = 0, owed.OwedEvents()  # see handed.py, owed.py
         self._started_event = False
         self.recording: Callable[[], list[str] | None] = lambda: None  #: recorded kernels
         #: whether the last waited flush (a guard finding's, a failed call's) lost nothing
@@ -261,9 +261,8 @@ class ProbeSession(FlushMarks):
             self._run_deferred()
 
     def take_ready(self, wait: bool, upto: int | None = None) -> list[PendingRecord]:
-        """Take the ready records (all if ``wait``) among those numbered ``upto`` or less
-        (the ring is in the order of their numbers; the lock held); the others stay, in
-        order."""
+        """Take the ready records (all if ``wait``) numbered ``upto`` or less (the ring is in
+        their order; the lock held); the others stay, in order."""
         ring = self._ring
         count = len(ring) if upto is None else bisect_right(ring, upto, key=_SEQ)
         head = [ring.popleft() for _ in range(count)]
@@ -442,7 +441,8 @@ class ProbeSession(FlushMarks):
             self._ring.clear()
             self._closed = True
         self.backend.stop()
-        self._event("probe_stop", **self.counts, **self.cpus, **handed.note(self))
+        stop = {**self.counts, **self.cpus, **handed.note(self), **self.owed.note()}
+        self._event("probe_stop", **stop)
         self.backend.close()
         self._let_go()
 
@@ -517,7 +517,8 @@ class ProcessBackend:
         return self.channel is not None and self.channel.started
 
     def event(self, event: dict[str, Any]) -> bool:
-        """Frame ``event`` for the writer process and poke it (no wait)."""
+        """Frame ``event`` for the writer process, after those waiting for room in its ring
+        (one with none waits too: owed.py), and poke it (no wait)."""
         if (channel := self.channel) is None:
             return False
         try:
@@ -526,8 +527,7 @@ class ProcessBackend:
                     return False
                 self.session.enter_framing()  # a recorder's dump on a signal waits (held.py)
                 try:
-                    return channel.put_bytes(frames.blob(frames.EVENT, event)) \
-                        and channel.poke()
+                    return owed.framed(self.session.owed, channel, event)
                 finally:
                     self.session.leave_flush()
         except Exception:
@@ -628,13 +628,15 @@ class ProcessBackend:
         return channel
 
     def _check_channel(self, channel: WriterChannel, done: bool, waited: bool) -> None:
-        """Take the writer process's counts; a dead one is replaced by a writer thread; a
-        wait that timed out is counted."""
+        """Take the writer process's counts (a dead one replaced by a writer thread; a wait
+        that timed out counted); frame the events waiting for room in its ring (owed.py)."""
         alive = channel.read_acks() and channel.alive()
         self._take_counts(channel)
         if not alive:
             self._lost(None)
-        elif waited and not done:
+            return
+        owed.frame_waiting(self.session, channel)
+        if waited and not done:
             self.session.counts["timeouts"] += 1
 
     def _own_segments(self) -> frozenset[str] | None:

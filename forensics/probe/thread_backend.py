@@ -71,7 +71,10 @@ class ThreadBackend:
         any batch being written; in the main thread with its signals held until the batch is
         written and counted (:func:`~forensics.probe.held.signals_held`)."""
         with signals_held():
-            return self._flush(wait, upto)
+            try:
+                return self._flush(wait, upto)
+            finally:
+                self._pass_on_owed()  # the events a stall kept waiting, once it is over
 
     def _flush(self, wait: bool, upto: int | None) -> int:
         """The body of :meth:`flush`."""
@@ -118,23 +121,42 @@ class ThreadBackend:
                 FLUSH_SECONDS if timeout is None else timeout)
 
     def accepts_events(self) -> bool:
-        """Whether the capture is open and its writer answers (an event written to a disk
-        that no longer answers would hang the engine's thread)."""
-        return self.writer is not None and not self._stalled()
+        """Whether the capture is open (a writer that no longer answers keeps them waiting:
+        :meth:`event`)."""
+        return self.writer is not None
 
     def event(self, event: dict[str, Any]) -> bool:
-        """Append ``event`` to this process's events file."""
-        if not self._acquire(self._event_lock):
+        """Append ``event`` to this process's events file, after those waiting; while its
+        writer does not answer (an event written to a disk that no longer answers would hang
+        the engine's thread) it waits (:class:`~forensics.probe.owed.OwedEvents`): it was
+        dropped, counted nowhere (an ``engine_exception`` lost)."""
+        if late.refused(self.session, event):  # probe_stop written: never after it
             return False
+        if self._stalled() or not self._acquire(self._event_lock):
+            return self.session.owed.keep(event)
         try:
-            if late.refused(self.session, event):  # probe_stop written: never after it
-                return False
+            self.session.owed.pass_on(self._taken)
+            return self._taken(event, True)
+        finally:
+            self._event_lock.release()
+
+    def _taken(self, event: dict[str, Any], said: bool = False) -> bool:
+        """Write ``event`` (the event lock held); whether it was written when ``said``, else
+        True: one the writer refuses (its events file full counts it) is not kept waiting."""
+        try:
             self.writer.add_event(event)
             return True
         except Exception:
-            return False
-        finally:
-            self._event_lock.release()
+            return not said
+
+    def _pass_on_owed(self) -> None:
+        """Write the events kept waiting while the writer did not answer, once it does."""
+        if len(self.session.owed) and self.writer is not None and not self._stalled() \
+                and self._acquire(self._event_lock):
+            try:
+                self.session.owed.pass_on(self._taken)
+            finally:
+                self._event_lock.release()
 
     def open(self) -> None:
         """Open the capture if it is not open; in the main thread with its signals held until

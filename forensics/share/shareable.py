@@ -61,6 +61,8 @@ KEYS = (
     "events_dropped",
     # its count of the records a signal cut out of their hand-off to the writer (T131f)
     "lost_to_signal",
+    # its count of the events its stalled writer could not take (T163a)
+    "events_unwritten",
     # a simulated capture's flag: its vLLM clamps input ids (``clamped-placeholder``)
     "clamps",
     # the probe's settings (its manifest's ``probe`` entry, its ``probe_start``): public words

@@ -43,6 +43,8 @@ class EventsFullError(CaptureFormatError):
 
 #: what is said of the events a probe left out (its ``probe_stop``'s ``events_dropped``)
 LEFT_OUT = "left out by the probe, its events file full"
+#: what is said of the events a probe lost as its writer was stalled (``events_unwritten``)
+UNWRITTEN_WHY = "the probe's stalled writer could not take them"
 #: what is said of the records a probe never wrote (its ``probe_stop``'s ``dropped``, and those
 #: its ``records`` counts beyond ``written`` and ``dropped``): the words readers tell them by
 NEVER_WRITTEN = "recorded by the probe and never written"

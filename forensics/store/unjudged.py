@@ -22,11 +22,13 @@ CUT = "cut"
 NEVER_WRITTEN = "never_written"
 #: the events the probe left out of its full events files (``events_dropped``)
 LEFT_OUT = "left_out"
+#: the events the probe lost as its writer was stalled (``events_unwritten``: T163a)
+UNWRITTEN = "unwritten"
 #: what the capture a redacted one was made from held unjudged and the redaction could not keep
 #: (records of sites not known, files cut short: its manifest's ``redaction.not_judged``)
 REDACTED = "redacted"
 #: every kind, in the order said
-KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT, REDACTED)
+KINDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, LEFT_OUT, UNWRITTEN, REDACTED)
 #: the kinds that are records (what a finding or a reproducer is made of)
 RECORDS = (NOT_KNOWN, CUT, NEVER_WRITTEN, REDACTED)
 #: what :func:`redacted_text` says of where the facts of :data:`REDACTED` were
@@ -48,7 +50,7 @@ class Unjudged:
 
 #: the counts of a capture's facts :func:`unjudged` words (:func:`stated_counts`)
 COUNT_FACTS = ("records_dropped", "events_dropped", "records_unaccounted",
-               "records_lost_to_signal", "redacted_unjudged")
+               "records_lost_to_signal", "redacted_unjudged", "events_unwritten")
 
 
 def stated_counts(events: Sequence[dict[str, Any]], manifest: Any) -> dict[str, Any]:
@@ -57,14 +59,16 @@ def stated_counts(events: Sequence[dict[str, Any]], manifest: Any) -> dict[str, 
     ``events_dropped``, ``records_unaccounted`` (counted, neither written nor dropped:
     :func:`~forensics.store.events.unaccounted_by_probe`), ``records_lost_to_signal`` (of
     those, lost to a signal, as the probe says: :func:`~forensics.store.events.lost_by_probe`)
-    and ``redacted_unjudged`` (:func:`redacted_unjudged`)."""
+    ``redacted_unjudged`` (:func:`redacted_unjudged`) and ``events_unwritten`` (the events
+    its stalled writer could not take)."""
     from forensics.store.events import dropped_by_probe, lost_by_probe, unaccounted_by_probe
 
     counts = {"records_dropped": dropped_by_probe(events, "dropped"),
               "events_dropped": dropped_by_probe(events),
               "records_unaccounted": unaccounted_by_probe(events),
               "records_lost_to_signal": lost_by_probe(events),
-              "redacted_unjudged": redacted_unjudged(manifest)}
+              "redacted_unjudged": redacted_unjudged(manifest),
+              "events_unwritten": dropped_by_probe(events, "events_unwritten")}
     return {key: value for key, value in counts.items() if value}
 
 
@@ -74,7 +78,7 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
     holds something: the records of sites ``not_known``, the ``cut_files`` and the
     :func:`stated_counts` ``counts`` (records the probe counted and neither wrote nor dropped
     are never written too)."""
-    records_dropped, events_dropped, records_unaccounted, lost, redacted = (
+    records_dropped, events_dropped, records_unaccounted, lost, redacted, unwritten = (
         counts.get(key) for key in COUNT_FACTS)
     out: list[Unjudged] = []
     if not_known:
@@ -87,6 +91,8 @@ def unjudged(not_known: Mapping[str, int] | None, cut_files: Sequence[str] | Non
                             (unaccounted, min(int(lost or 0), unaccounted))))
     if events_dropped:
         out.append(Unjudged(LEFT_OUT, int(events_dropped)))
+    if unwritten:
+        out.append(Unjudged(UNWRITTEN, int(unwritten)))
     if redacted:
         out.append(Unjudged(REDACTED, sum(redacted["not_known"].values()) + redacted["cut"],
                             dict(redacted)))
@@ -129,6 +135,7 @@ def unjudged_text(facts: Sequence[Unjudged], kinds: Collection[str] = KINDS) -> 
 def _clause(fact: Unjudged) -> str:
     """One fact as a clause."""
     from forensics.store.events import LEFT_OUT as EVENTS_LEFT_OUT
+    from forensics.store.events import UNWRITTEN_WHY
     from forensics.store.paths import cut_text
 
     if fact.kind == NOT_KNOWN:
@@ -139,6 +146,8 @@ def _clause(fact: Unjudged) -> str:
         return f"{fact.count} record(s) {_never_written(fact)}"
     if fact.kind == REDACTED:
         return redacted_text(fact.detail)
+    if fact.kind == UNWRITTEN:
+        return f"{fact.count} event(s) lost: {UNWRITTEN_WHY}"
     return f"{fact.count} event(s) {EVENTS_LEFT_OUT}"
 
 
@@ -177,6 +186,10 @@ def _sentence(fact: Unjudged) -> str:
     if fact.kind == REDACTED:
         return (f"No variant judged {_clause(fact)}: a failure there would not be seen; "
                 "replay the original capture to judge them.")
+    if fact.kind == UNWRITTEN:
+        return (f"The probe lost {fact.count} event(s) as its writer was stalled (it could not "
+                "take them): guard_passed_on events, kernel launches, probe errors and how a "
+                "process ended may be missing.")
     return (f"The probe left out {fact.count} event(s) when its events file was full (it keeps "
             "only the events that say how a process ended then): guard_passed_on events, "
             "kernel launches and probe errors may be missing.")

@@ -1898,6 +1898,16 @@ TESTS = {
               "test_a_utf16_log_without_a_mark_is_named_by_its_line_ends",
               "tests/hostile/test_round25_fix25c.py::"
               "test_a_utf16_log_whose_head_has_no_line_end_is_of_unknown_order"],
+    "T163a": ["tests/hostile/test_round25_fix25d.py::"
+              "test_an_engine_exception_as_the_writer_thread_is_stalled_is_kept",
+              "tests/hostile/test_round25_fix25d.py::"
+              "test_the_events_past_the_bounded_wait_are_counted_apart",
+              "tests/hostile/test_round25_fix25d.py::"
+              "test_an_engine_exception_the_writer_process_ring_refuses_is_kept",
+              "tests/hostile/test_round25_fix25d.py::"
+              "test_readers_say_the_events_the_stalled_writer_could_not_take"],
+    "T163b": ["tests/hostile/test_round25_fix25d.py::"
+              "test_a_launch_a_signal_cuts_as_its_arguments_are_copied_is_not_counted"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
