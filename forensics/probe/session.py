@@ -517,8 +517,7 @@ class ProcessBackend:
         return self.channel is not None and self.channel.started
 
     def event(self, event: dict[str, Any]) -> bool:
-        """Frame ``event`` for the writer process, after those waiting for room in its ring
-        (one with none waits too: owed.py), and poke it (no wait)."""
+        """Frame ``event`` after those waiting for room (owed.py); poke the writer (no wait)."""
         if (channel := self.channel) is None:
             return False
         try:
