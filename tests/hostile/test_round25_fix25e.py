@@ -4,6 +4,7 @@ conclusions of an engine that died without a crash event."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,84 @@ def test_a_wrong_token_of_no_origin_still_leaves_its_site_in_violation() -> None
             lambda _v, t, r=resolved: {**t, "origin": "async_output", "resolved": r})
         got = _verdicts(["embedding"], {"upstream": set(), "patched": set()}, table)
         assert got["patched"]["embedding"] == verdict, resolved
+
+
+# ------------------------------ T165b: an engine that died with no crash event is not "a crash"
+
+
+def _died(tmp_path: Path) -> Path:
+    """The bundled clean capture whose one event is a ``probe_start``: a probe that never
+    stopped (its process killed or crashed), no crash event."""
+    capture = tmp_path / "d.capture"
+    shutil.copytree(DATA / "clean.capture", capture)
+    (capture / "expected.json").unlink()
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 1}) + "\n")
+    return capture
+
+
+DIED = ("Not explained: the engine died without the probe's stop (killed or crashed: the "
+        "capture does not say which), yet no variant finds a captured value out of range, so "
+        "the captured values do not explain its death")
+
+
+@pytest.mark.parametrize("command", ["replay", "known", "summary"])
+def test_an_engine_that_died_with_no_crash_event_is_said_to_have_died(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """A clean capture of a probe that started and never stopped, no crash event, was
+    concluded "Not explained: the capture holds a crash, yet ... do not explain the crash",
+    the draft titled "engine crash": a process killed is no crash. Every conclusion says the
+    engine died (killed or crashed: the capture does not say which), none calls it a crash."""
+    capture = _died(tmp_path)
+    code, out, err = run_cli(capsys, command, capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert DIED in said, said
+    assert "holds a crash" not in said and "the crash " not in said, said
+    assert "no failure" not in said and "engine crash" not in said, said
+    if command == "summary":
+        assert "**Title**: [Bug]: engine died (killed or crashed) with every captured index " \
+               "value in range" in out, out
+
+
+def test_triage_says_an_engine_that_died_with_no_crash_event_died(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """triage titled such a capture's group "unexplained crash"; its conclusion column stays
+    "unexplained" (no crash event explained), its group "unexplained death (killed or
+    crashed)"; a capture holding a crash event is an "unexplained crash" as before."""
+    capture = _died(tmp_path)
+    code, out, err = run_cli(capsys, "triage", capture, "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert [row["conclusion"] for row in got["rows"]] == ["unexplained"]
+    assert got["groups"][0]["title"].endswith(": unexplained death (killed or crashed)")
+    assert "crash" not in got["groups"][0]["title"].replace("(killed or crashed)", "")
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "engine_exception", "process": "w0", "pid": 5, "rank": 0, "step": 3,
+         "message": "boom"}) + "\n")
+    code, out, err = run_cli(capsys, "triage", capture, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["groups"][0]["title"].endswith(": unexplained crash")
+
+
+def test_a_probe_start_s_step_is_no_crash_step(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The next step "The crash step lacks a record" took every event's step for a crash's:
+    of an engine that died, its ``probe_start`` at step 3, where the embedding's record is
+    missing, it said "The crash step lacks a record (step 3 rank 0 has no embedding record)".
+    Only crash events' steps are crash steps."""
+    import forensics
+    from forensics.store.writer import write_capture
+
+    clean = forensics.load(DATA / "clean.capture")
+    capture = tmp_path / "gap.capture"
+    write_capture(capture, [r for r in clean.records()
+                            if not (r.site == "embedding" and r.step == 3)],
+                  manifest=dict(clean.manifest))
+    (capture / "events-w0.jsonl").write_text(json.dumps(
+        {"kind": "probe_start", "process": "w0", "pid": 5, "rank": 0, "step": 3}) + "\n")
+    code, out, err = run_cli(capsys, "replay", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert DIED in said, said
+    assert "crash step" not in said, said
