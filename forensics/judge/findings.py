@@ -333,6 +333,12 @@ class Judge:
         origins = Origins(coords, self._origin_reference())
         return lambda variant, token: annotate_token(coords, self._found[variant], origins, token)
 
+    def with_continuity(self, findings: pd.DataFrame, found: Sequence[dict[str, Any]]
+                        ) -> pd.DataFrame:
+        """:func:`with_continuity` of every variant, each wrong token's origin placed."""
+        return with_continuity(findings, found, self.variants, self.coordinates(),
+                               self.token_origins())
+
     def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
         """``{variant: {site: verdict}}`` (see :func:`verdicts`)."""
         coords = self.coordinates()
