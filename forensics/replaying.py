@@ -214,8 +214,8 @@ def _replay(given: Any, variants: Any, progress: bool, part_of: Capture | None,
         bar.close()
     coords = judged.coordinates()
     continuity = source.continuity()
-    found = past_a_known_vocabulary(judge.with_continuity(
-        judged.findings(), continuity.findings, names, coords), source.capture)
+    found = past_a_known_vocabulary(judged.with_continuity(
+        judged.findings(), continuity.findings), source.capture)
     result = ReplayResult(source.name, records, names, found, judged.verdicts(found),
                           outcomes=functools.partial(_outcome_frame, coords, kept),
                           capture=source.capture, bounds=judged.deferred_bounds(),

@@ -117,6 +117,8 @@ def what(row: dict[str, Any]) -> str:
         return "rank divergence not judged (ranks hold unlike numbers of records of a step)"
     if kind == "divergence not judged":
         return "rank divergence not judged (another capture claims a rank of its engine)"
+    if kind == "unexplained" and not (row.get("crash_events") or row.get("guard_events")):
+        return "unexplained death (killed or crashed)"  # a probe never stopped: no crash event
     return "unexplained crash" if kind == "unexplained" else "clean"
 
 

@@ -41,7 +41,14 @@ import numpy as np
 from forensics.budget import require_findings
 from forensics.judge.continuity import CONTINUITY_COLUMNS, VERIFIED
 from forensics.judge.continuity import KINDS as CONTINUITY_KINDS
-from forensics.judge.origins import Findings, Origins, annotate_sink, name_raised, not_judged
+from forensics.judge.origins import (
+    Findings,
+    Origins,
+    annotate_sink,
+    annotate_token,
+    name_raised,
+    not_judged,
+)
 from forensics.outcome import ERROR, INDEX_ERROR, STATUSES, Outcome
 from forensics.outcome import OK as OK_OUTCOME
 from forensics.records import Record
@@ -292,9 +299,7 @@ class Judge:
     def findings(self) -> pd.DataFrame:
         """The findings table of every variant (see :func:`build_findings`)."""
         coords = self.coordinates()
-        reference = self._reference
-        if reference is None:
-            reference = self._found.get("upstream", {})
+        reference = self._origin_reference()
         origins = Origins(coords, reference)
         rows = []
         for name in self.variants:
@@ -313,6 +318,26 @@ class Judge:
                           "origin": None, "resolved": None, "record": i, "judged": False}
                          for f in unseen.get(i, [])]
         return _frame(rows, self.variants)
+
+    def _origin_reference(self) -> dict[int, Findings]:
+        """The findings origins are found in: the ``upstream`` model's run only for them, else
+        the ``upstream`` variant's."""
+        return self._reference if self._reference is not None else self._found.get(
+            "upstream", {})
+
+    def token_origins(self) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+        """``(variant, token) -> token`` with its value's origin and whether ``variant``
+        resolves it there (:func:`forensics.judge.origins.annotate_token`), for
+        :func:`with_continuity`."""
+        coords = self.coordinates()
+        origins = Origins(coords, self._origin_reference())
+        return lambda variant, token: annotate_token(coords, self._found[variant], origins, token)
+
+    def with_continuity(self, findings: pd.DataFrame, found: Sequence[dict[str, Any]]
+                        ) -> pd.DataFrame:
+        """:func:`with_continuity` of every variant, each wrong token's origin placed."""
+        return with_continuity(findings, found, self.variants, self.coordinates(),
+                               self.token_origins())
 
     def verdicts(self, findings: pd.DataFrame) -> dict[str, dict[str, str]]:
         """``{variant: {site: verdict}}`` (see :func:`verdicts`)."""
@@ -538,6 +563,9 @@ def _verdicts(sites: Sequence[str], errors: Mapping[str, set[str]], findings: pd
         judged = is_judged(mine)
         unseen = set(mine.loc[~judged, "site"])
         mine = mine[judged]
+        # a wrong token whose out-of-range value the variant no longer writes at its origin
+        # is resolved there, as a sink finding is
+        mine = mine[~(mine["kind"].isin(CONTINUITY_KINDS) & (mine["resolved"] == True))]  # noqa: E712
         wrong_token = mine["kind"].isin(CONTINUITY_KINDS) & (mine.get("effect", "") == VERIFIED)
         unresolved = mine[((mine["kind"] == OUT_OF_BOUNDS) & (mine["resolved"] != True))  # noqa: E712
                           | wrong_token]
@@ -598,19 +626,23 @@ def to_python(value: Any) -> Any:
 
 
 def with_continuity(findings: pd.DataFrame, found: Sequence[dict[str, Any]],
-                    variants: Sequence[str], coords: np.ndarray) -> pd.DataFrame:
+                    variants: Sequence[str], coords: np.ndarray,
+                    placed: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+                    ) -> pd.DataFrame:
     """``findings`` with the token continuity findings ``found`` (rows of
     :func:`forensics.judge.continuity.finding_of`) added for every variant: they are facts of
-    the capture, the same whatever code replays it. ``record`` is the position of the record
-    of their site, step and rank (``coords``: :meth:`Judge.coordinates`)."""
+    the capture, the same whatever code replays it, but for the ``origin`` of a wrong token's
+    out-of-range value and whether the variant resolves it there (``placed``:
+    :meth:`Judge.token_origins`; None: neither known). ``record`` is the position of the
+    record of their site, step and rank (``coords``: :meth:`Judge.coordinates`)."""
     if not found:
         return findings
     import pandas as pd
 
     where = {(int(c[0]), int(c[1]), int(c[2])): i for i, c in enumerate(coords.tolist())
              if not c[3]}
-    rows = [{**f, "variant": v, "record": where.get((site_order(f["site"]), f["step"],
-                                                       f["rank"]), -1)}
+    rows = [{**(f if placed is None else placed(v, f)), "variant": v,
+             "record": where.get((site_order(f["site"]), f["step"], f["rank"]), -1)}
             for v in variants for f in found]
     added = _frame(rows, list(variants))
     merged = added if findings.empty else pd.concat([findings, added], ignore_index=True)

@@ -130,3 +130,17 @@ def annotate_sink(coords: np.ndarray, found: Mapping[int, Findings], origins: Or
             f["origin"] = None if src is None else SITES[coords[src, 0]]
             f["resolved"] = src is not None and not _matches(
                 _produced(bool(coords[src, 3]), found.get(src, [])), f["value"], f["req_id"])
+
+
+def annotate_token(coords: np.ndarray, found: Mapping[int, Findings], origins: Origins,
+                   token: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the token continuity finding ``token`` (a wrong token fed at the sink) with
+    the ``origin`` of its value and whether this variant (its findings ``found``) resolves it
+    there, as :func:`annotate_sink` fills a sink finding's: an out-of-range value an origin
+    record wrote, which this variant's replay of that record no longer writes, is resolved."""
+    src = origins.origin(int(token["step"]), int(token["rank"]), token["value"],
+                         token.get("req_id"))
+    if src is None:
+        return {**token, "origin": None, "resolved": None}
+    return {**token, "origin": SITES[coords[src, 0]], "resolved": not _matches(
+        _produced(bool(coords[src, 3]), found.get(src, [])), token["value"], token.get("req_id"))}

@@ -27,6 +27,7 @@ from forensics.known.evidence import (
     before_crash,
     crash_bound,
     crashed,
+    died_only,
     engine_variants,
     evidence_of,
     in_step_order,
@@ -97,6 +98,18 @@ class KnownAnswer:
     #: ids the embedding read in padded rows past the manifest's vocabulary (a wrong input, no
     #: crash: :func:`~forensics.judge.padded_rows.padded_inputs_of`)
     padded: int = 0
+    #: whether the verdict's crash is an engine that died without the probe's stop, no crash
+    #: event (:func:`~forensics.known.evidence.died_only`): killed or crashed, not known which
+    died: bool = False
+
+    def failure(self) -> tuple[str, str]:
+        """What the capture holds and its name after: ``("the capture holds a crash", "the
+        crash")``, or, of an engine that died with no crash event, that it died (never "a
+        crash": it may have been killed)."""
+        if self.died:
+            return ("the engine died without the probe's stop (killed or crashed: the capture "
+                    "does not say which)", "its death")
+        return "the capture holds a crash", "the crash"
 
     def unseen_why(self) -> str:
         """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
@@ -137,14 +150,15 @@ class KnownAnswer:
     def lead(self) -> str:
         """The sentence that comes first in a conclusion: ``"Not explained: ..."``, ``"Not
         judged: ..."`` or ``""``."""
+        held, crash = self.failure()
         if self.crash_verdict == NOT_JUDGED and self.unseen:
-            return ("Not judged: the capture holds a crash, and no variant of the engine's code "
+            return (f"Not judged: {held}, and no variant of the engine's code "
                     "replayed finds a captured value out of range where it can see one, but "
                     f"{self.unseen} value(s) out of range that the models find lie where it "
                     f"cannot see ({self.unseen_why()}), so whether the captured values explain "
-                    "the crash is not known: replay with upstream too.")
+                    f"{crash} is not known: replay with upstream too.")
         if self.crash_verdict == NOT_JUDGED:
-            return ("Not judged: the capture holds a crash, but no variant of the engine's code "
+            return (f"Not judged: {held}, but no variant of the engine's code "
                     f"({' or '.join(sorted(ENGINE_CODE))}) was replayed, so whether the "
                     "captured values explain it is not known: replay with upstream too.")
         if self.crash_verdict != UNEXPLAINED:
@@ -154,18 +168,18 @@ class KnownAnswer:
                "no variant finds a captured value out of range in the records judged, and "
                f"{self.unjudged} record(s) were not judged (they ended in errors under every "
                "replayed variant of the engine's code), so whether the captured values explain "
-               "the crash is not known" if self.unjudged else
+               f"{crash} is not known" if self.unjudged else
                "every value out of range that the engine's code finds comes after the last "
                f"crash event {self.after_crash}, so the engine read none of them before it "
                "crashed and the captured values do not explain the crash (a stream-ordering "
                "race or a site that was not recorded can)" if self.after_crash else
                "no variant finds a captured value out of range that the engine read as it was "
                "(each -1 it finds was clamped to token 0 before the embedding: a wrong token, "
-               "not a crash), so the captured values do not explain the crash (a "
+               f"not a crash), so the captured values do not explain {crash} (a "
                "stream-ordering race or a site that was not recorded can)" if self.clamped else
                "no variant finds a captured value out of range, so the captured values do not "
-               "explain the crash (a stream-ordering race or a site that was not recorded can)")
-        return f"Not explained: the capture holds a crash, yet {why}. Next: " + " ".join(
+               f"explain {crash} (a stream-ordering race or a site that was not recorded can)")
+        return f"Not explained: {held}, yet {why}. Next: " + " ".join(
             self.experiments)
 
     def known_sentence(self) -> str:
@@ -315,7 +329,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
                        after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
-                       padded=len(padded_inputs_of(capture or result.capture)))
+                       padded=len(padded_inputs_of(capture or result.capture)),
+                       died=died_only(evidence.events))
 
 
 def after_crash(evidence: Evidence) -> str:
@@ -440,7 +455,7 @@ def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) 
         _guard_step(evidence),
     ]
     crash_steps = {int(e["step"]) for e in evidence.events
-                   if isinstance(e.get("step"), int)}
+                   if isinstance(e.get("step"), int) and e.get("kind") in CRASH_EVENT_KINDS}
     missing = race.missing_at(crash_steps)
     if missing:
         steps.append(f"The crash step lacks a record ({'; '.join(missing[:4])}): the race "
@@ -449,7 +464,8 @@ def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) 
         steps.append("The model received input ids no recorded site wrote (unwritten_input "
                       "findings): evidence of a race on the input buffer.")
     recorded = sorted({str(s) for s in result.verdicts.get(evidence.baseline, {})})
+    crash = "what stopped the engine" if died_only(evidence.events) else "the crash"
     steps.append(f"A site that was not recorded (recorded: {', '.join(recorded) or 'none'}): "
-                 "the crash may come from an index these sites do not see; see which known "
+                 f"{crash} may come from an index these sites do not see; see which known "
                  "issues this capture matches and record nearer the failing kernel.")
     return steps

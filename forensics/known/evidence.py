@@ -232,6 +232,12 @@ def crashed(events: list[dict[str, Any]]) -> bool:
     return any(e.get("kind") in CRASH_EVENT_KINDS for e in events) or bool(unstopped(events))
 
 
+def died_only(events: list[dict[str, Any]]) -> bool:
+    """Whether the one sign of a failure the timeline holds is a probe that started and never
+    stopped (killed or crashed: it does not say which), no crash event."""
+    return not any(e.get("kind") in CRASH_EVENT_KINDS for e in events) and bool(unstopped(events))
+
+
 def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``events`` by step (those without an integer step last), else as read: the first is
     the earliest, whichever process's events file holds it."""

@@ -224,14 +224,16 @@ def _draft_title(conclusion: Conclusion) -> str:
     capture's values: the caller escapes the title as one); without one, what was judged (no
     record, or not every record: "every captured index value in range" was said of both), and
     whether the engine crashed (a capture of no crash, drafted for its other findings, was
-    titled "engine crash"; one of the guard's claims alone, no finding, "no crash, findings"),
+    titled "engine crash"; one of the guard's claims alone, no finding, "no crash, findings";
+    one that died with no crash event, killed or crashed, "engine died (killed or crashed)"),
     and what a guard event claims beside it (a value out of range the records do not show was
     titled "every captured index value in range" beside it)."""
     first = conclusion.first.get(conclusion.baseline)
     if first is not None:
         return f"{first['tensor']} = {first['value']} out of range at {first['site']}"
     known = conclusion.known
-    crash = ("engine crash" if known is None or known.crash_verdict != "no crash" else
+    crash = ("engine died (killed or crashed)" if known is not None and known.died else
+             "engine crash" if known is None or known.crash_verdict != "no crash" else
              "no crash" if known.claims_only else "no crash, findings")
     claim = f", though {conclusion.guard_claim}" if conclusion.guard_claim else ""
     if conclusion.no_records:

@@ -67,7 +67,8 @@ def test_a_clamped_placeholder_explains_no_crash(
     assert main(["replay", str(capture)]) in (0, 1)
     replayed = capture_text(capsys)
     assert "a wrong token, silently, not a crash" in replayed
-    assert ("Not explained: the capture holds a crash, yet no variant finds a captured value "
+    assert ("Not explained: the engine died without the probe's stop (killed or crashed: the "
+            "capture does not say which), yet no variant finds a captured value "
             "out of range that the engine read as it was (each -1 it finds was clamped to "
             "token 0 before the embedding") in replayed
     assert main(["known", str(capture)]) == 0

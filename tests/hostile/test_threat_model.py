@@ -1908,6 +1908,17 @@ TESTS = {
               "test_readers_say_the_events_the_stalled_writer_could_not_take"],
     "T163b": ["tests/hostile/test_round25_fix25d.py::"
               "test_a_launch_a_signal_cuts_as_its_arguments_are_copied_is_not_counted"],
+    "T165a": ["tests/hostile/test_round25_fix25e.py::"
+              "test_a_wrong_token_whose_origin_the_patch_resolves_is_resolved",
+              "tests/hostile/test_round25_fix25e.py::"
+              "test_a_wrong_token_of_no_origin_still_leaves_its_site_in_violation"],
+    "T165b": ["tests/hostile/test_round25_fix25e.py::"
+              "test_an_engine_that_died_with_no_crash_event_is_said_to_have_died",
+              "tests/hostile/test_round25_fix25e.py::"
+              "test_triage_says_an_engine_that_died_with_no_crash_event_died",
+              "tests/hostile/test_round25_fix25e.py::test_a_probe_start_s_step_is_no_crash_step",
+              "tests/hostile/test_round23_attack23c.py::"
+              "test_the_draft_of_a_capture_whose_engine_died_says_it_died"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
