@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from forensics.escaping import capped, spanless
 from forensics.judge.padded_rows import padded_inputs_of
 from forensics.known.evidence import (
-    CRASH_EVENT_KINDS,
     ENGINE_CODE,
     GUARD_EVENT_KINDS,
     Evidence,
     at_step,
     before_crash,
     crash_bound,
+    crash_events,
     crashed,
     engine_variants,
     evidence_of,
@@ -346,7 +346,7 @@ def unjudged_records(result: ReplayResult) -> int:
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     """The crash events of the capture (or that it holds none) and where the baseline's
     replay raises first (or that it raises nothing): what the crash verdict rests on."""
-    events = in_step_order([e for e in evidence.events if e.get("kind") in CRASH_EVENT_KINDS])
+    events = in_step_order(crash_events(evidence.events))
     gone = unstopped(evidence.events)
     if events:
         first = events[0]

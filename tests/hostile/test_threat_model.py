@@ -1884,6 +1884,10 @@ TESTS = {
               "test_two_hosts_tags_that_read_alike_are_two_processes",
               "tests/hostile/test_round24_fix24c.py::"
               "test_a_reused_pid_appends_to_no_earlier_processs_events"],
+    "T166a": ["tests/hostile/test_round25_fix25f.py::"
+              "test_the_capture_facts_do_not_quote_a_self_contradicting_guard_event_as_a_crash",
+              "tests/hostile/test_round25_fix25f.py::"
+              "test_a_self_contradicting_guard_event_makes_no_crash"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"

@@ -1,0 +1,68 @@
+"""Round 25 of hostile input, fix 25f: fix25b's leftovers: a guard event that contradicts its own
+bound quoted as a crash, and ids read in an embedding's padded rows that ``summary`` drafted no
+issue for and ``findings`` did not list."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.test_round2 import run_cli
+from tests.hostile.test_round25_fix25b import _self_contradicting
+
+# ------------------------------ T166a: a guard event inside its own bound is no crash event
+
+FORGED = "prev_positions value 2 is outside [0, 4)"
+
+
+def _stopped(capture: Path) -> Path:
+    """``capture`` with its probe's stop after step 6 (its engine did not die)."""
+    stop = {"kind": "probe_stop", "process": "w0", "pid": 5, "rank": 0, "step": 6}
+    with (capture / "events-w0.jsonl").open("a") as events:
+        events.write(json.dumps(stop) + "\n")
+    return capture
+
+
+def test_the_capture_facts_do_not_quote_a_self_contradicting_guard_event_as_a_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The capture-facts line said "1 crash event(s), the first guard_violation at step 4 rank 0:
+    forensics guard: ... prev_positions value 2 is outside [0, 4)" beside T157a's sentence: the
+    event is said as contradicting itself, no crash event; inspect says so in its message's
+    place."""
+    capture = _self_contradicting(tmp_path)
+    code, out, err = run_cli(capsys, "summary", capture)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert FORGED not in said, said
+    assert "0 crash event(s); 1 guard event(s) contradicting their own bounds (no crash event), " \
+           "the first guard_violation at step 4 rank 0: value 2 is inside its own bound 4: the " \
+           "event contradicts itself and names no value out of range (not judged)" in said, said
+    code, out, err = run_cli(capsys, "inspect", capture)
+    assert code == 0, err
+    assert FORGED not in out
+    assert "value 2 is inside its own bound 4: the event contradicts itself" in out
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    assert "1 crash event(s)" not in out and "no crash event in the capture" in out, out
+
+
+def test_a_self_contradicting_guard_event_makes_no_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Of a capture whose probe stopped, the event alone made a crash: known's verdict
+    "unexplained", triage's row "guard_violation x1"; now no crash, and the report's events
+    table says the event contradicts itself in place of its message."""
+    capture = _stopped(_self_contradicting(tmp_path))
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    assert "crash verdict no crash" in " ".join(out.split()), out
+    code, out, err = run_cli(capsys, "triage", capture)
+    assert code == 0, err
+    assert "guard_violation" not in out and "crash" not in out, out
+    report = tmp_path / "r.html"
+    code, out, err = run_cli(capsys, "report", capture, "-o", report)
+    assert code == 0, err
+    html = report.read_text()
+    assert "is outside [0, 4)" not in html
+    assert "value 2 is inside its own bound 4: the event contradicts itself" in html
