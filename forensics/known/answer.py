@@ -58,7 +58,9 @@ class KnownAnswer:
     race: str = ""
     #: whether any variant finds a value out of range, a misattributed row, or an input the
     #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
-    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
+    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event), or the
+    #: embedding read an id in padded rows past the vocabulary (:attr:`padded`): the one source
+    #: of whether the capture shows a failure to report (``known`` and ``summary``'s draft)
     failing: bool = False
     #: whether :attr:`failing` rests on the guard's events alone (its claims: no finding)
     claims_only: bool = False
@@ -97,6 +99,8 @@ class KnownAnswer:
     #: ids the embedding read in padded rows past the manifest's vocabulary (a wrong input, no
     #: crash: :func:`~forensics.judge.padded_rows.padded_inputs_of`)
     padded: int = 0
+    #: whether the race check found an input the model received that no recorded site wrote
+    unwritten: bool = False
 
     def unseen_why(self) -> str:
         """Why the variants of the engine's code cannot see the :attr:`unseen` values: reads
@@ -190,16 +194,14 @@ class KnownAnswer:
                 return (f"No known signature matches the records judged{self.open_entries()}; "
                         "whether the capture shows a failure to report is not known"
                         f"{unjudged}.")
-            if self.padded:
-                return (f"No known signature matches{self.open_entries()}, and no index left "
-                        f"its range, yet the embedding read {self.padded} id(s) in padded rows "
-                        "past the vocabulary (a wrong input, not a crash): a failure to report.")
             return (f"No known signature matches{self.open_entries()}, and the capture shows "
                     "no failure to report.")
         if not self.matches:
             entries = self.open_entries()
+            padded = (f", and the embedding read {self.padded} id(s) in padded rows past the "
+                      "vocabulary (a wrong input, not a crash)" if self.padded else "")
             return (f"No known signature matches{' the records judged' if unjudged else ''}"
-                    f"{unjudged}{entries}: a reason to file a new issue"
+                    f"{unjudged}{entries}{padded}: a reason to file a new issue"
                     f"{' if those do not apply' if entries else ''} "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
@@ -298,10 +300,13 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     found = failing or bool(len(race.findings))
-    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in claimed(evidence.events))
+    padded = len(padded_inputs_of(capture or result.capture))
+    failing = found or bool(padded) or any(e.get("kind") in GUARD_EVENT_KINDS
+                                           for e in claimed(evidence.events))
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
-    return KnownAnswer(verdict, checked, experiments, race_text, failing, failing and not found,
+    return KnownAnswer(verdict, checked, experiments, race_text, failing,
+                       failing and not found and not padded,
                        what_was_seen(evidence, result), empty=not len(result.records),
                        no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
@@ -315,7 +320,7 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
                        after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
-                       padded=len(padded_inputs_of(capture or result.capture)))
+                       padded=padded, unwritten=bool(len(race.findings)))
 
 
 def after_crash(evidence: Evidence) -> str:

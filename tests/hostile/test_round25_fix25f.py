@@ -66,3 +66,49 @@ def test_a_self_contradicting_guard_event_makes_no_crash(
     html = report.read_text()
     assert "is outside [0, 4)" not in html
     assert "value 2 is inside its own bound 4: the event contradicts itself" in html
+
+
+# ------------------------------ T166b: ids read in padded rows make the capture failing
+
+
+def test_summary_drafts_an_issue_of_ids_read_in_padded_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Of a capture whose embedding read id 900 in padded rows (vocabulary 900, 1,000 rows), no
+    crash, known said "a failure to report" yet summary drafted no issue (its own "failing" was
+    false), and next_steps said "nothing to fix at these sites": all read one "failing" now, the
+    draft's title names the padded ids and the next step says where to look."""
+    from tests.hostile.test_round25_fix25b import _padded
+
+    capture = _padded(tmp_path, capsys, 900)
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "markdown")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "### Draft: a new vLLM issue" in out, out
+    assert ("**Title**: [Bug]: no crash, findings with no captured index value out of range, "
+            "though the embedding read 1 id(s) in padded rows past the vocabulary") in said, said
+    code, out, err = run_cli(capsys, "known", capture)
+    assert code == 0, err
+    assert ("the embedding read 1 id(s) in padded rows past the vocabulary (a wrong input, not a "
+            "crash): a reason to file a new issue") in " ".join(out.split()), out
+    from forensics import conclude, next_steps, replay
+
+    assert next_steps(conclude(replay(capture))) == [
+        "No index left its valid range, yet the embedding read 1 id(s) in padded rows past the "
+        "vocabulary (a wrong input, silently): look for the site that wrote them."]
+
+
+def test_findings_lists_the_ids_read_in_padded_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """findings said "no findings" of the same capture, nothing more: it lists the slot as
+    replay's "fed silently" does; steps that hold none list none."""
+    from tests.hostile.test_round25_fix25b import _padded
+
+    capture = _padded(tmp_path, capsys, 900)
+    code, out, err = run_cli(capsys, "findings", capture)
+    assert code == 0, err
+    assert "fed silently: 1 slot(s) (kind padded_row, no variant's finding)" in out, out
+    assert ("step 13 rank 0: the embedding received id 900 at input_ids[1], the vocab_size "
+            "rejection sentinel of the manifest's vocabulary of 900") in out
+    code, out, err = run_cli(capsys, "findings", capture, "--steps", "1:5")
+    assert code == 0, err
+    assert "fed silently" not in out
