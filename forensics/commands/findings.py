@@ -113,16 +113,22 @@ def padded_lines(capture: Any, site: str | None, steps: tuple[int | None, int | 
     :func:`~forensics.judge.padded_rows.padded_inputs_of`) that ``site`` and ``steps`` select,
     said as ``replay`` says the slots fed silently; none where none is."""
     from forensics.escaping import terminal
-    from forensics.judge.padded_rows import padded_inputs_of
+    from forensics.judge.padded_rows import (
+        describe_padded_summary,
+        padded_inputs_of,
+        padded_summaries_of,
+    )
     from forensics.judge.wrong_tokens import describe
 
     low, high = steps
-    slots = [slot for slot in padded_inputs_of(capture) if site in (None, slot["site"])
-             and (low is None or slot["step"] >= low) and (high is None or slot["step"] <= high)]
+    slots = [slot for slot in [*padded_inputs_of(capture), *padded_summaries_of(capture)]
+             if site in (None, slot["site"]) and (low is None or slot["step"] >= low)
+             and (high is None or slot["step"] <= high)]
     if not slots:
         return []
     return [f"fed silently: {len(slots)} slot(s) (kind padded_row, no variant's finding)",
-            *(f"  {terminal(describe(slot))}" for slot in slots[:10]),
+            *(f"  {terminal(describe_padded_summary(s) if s.get('summary') else describe(s))}"
+              for s in slots[:10]),
             *([f"  ... {len(slots) - 10} more"] if len(slots) > 10 else [])]
 
 

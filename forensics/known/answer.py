@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import capped, spanless
-from forensics.judge.padded_rows import padded_inputs_of
+from forensics.judge.padded_rows import padded_inputs_of, padded_summaries_of
 from forensics.known.evidence import (
     ENGINE_CODE,
     GUARD_EVENT_KINDS,
@@ -99,6 +99,9 @@ class KnownAnswer:
     #: ids the embedding read in padded rows past the manifest's vocabulary (a wrong input, no
     #: crash: :func:`~forensics.judge.padded_rows.padded_inputs_of`)
     padded: int = 0
+    #: the embedding's summary records whose greatest id lies in its padded rows past the
+    #: vocabulary (:func:`~forensics.judge.padded_rows.padded_summaries_of`)
+    padded_summaries: int = 0
     #: whether the race check found an input the model received that no recorded site wrote
     unwritten: bool = False
 
@@ -198,13 +201,21 @@ class KnownAnswer:
                     "no failure to report.")
         if not self.matches:
             entries = self.open_entries()
-            padded = (f", and the embedding read {self.padded} id(s) in padded rows past the "
-                      "vocabulary (a wrong input, not a crash)" if self.padded else "")
+            padded = "".join(f", and {said}" for said in self.padded_said())
             return (f"No known signature matches{' the records judged' if unjudged else ''}"
                     f"{unjudged}{entries}{padded}: a reason to file a new issue"
                     f"{' if those do not apply' if entries else ''} "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
+
+    def padded_said(self) -> list[str]:
+        """What the embedding read in padded rows past the vocabulary: ids of its full records,
+        and summary records whose greatest id lies there (values nothing replays)."""
+        return [*([f"the embedding read {self.padded} id(s) in padded rows past the vocabulary "
+                   "(a wrong input, not a crash)"] if self.padded else []),
+                *([f"{self.padded_summaries} summary record(s) of the embedding name a greatest "
+                   "id in padded rows past the vocabulary (a padded row was read: values "
+                   "nothing replays)"] if self.padded_summaries else [])]
 
     def open_entries(self) -> str:
         """`` (N known signature(s) not judged: ids; ...)`` of the entries whose required facts
@@ -301,12 +312,13 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     found = failing or bool(len(race.findings))
     padded = len(padded_inputs_of(capture or result.capture))
-    failing = found or bool(padded) or any(e.get("kind") in GUARD_EVENT_KINDS
+    summaries = len(padded_summaries_of(capture or result.capture))
+    failing = found or bool(padded or summaries) or any(e.get("kind") in GUARD_EVENT_KINDS
                                            for e in claimed(evidence.events))
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
     return KnownAnswer(verdict, checked, experiments, race_text, failing,
-                       failing and not found and not padded,
+                       failing and not found and not (padded or summaries),
                        what_was_seen(evidence, result), empty=not len(result.records),
                        no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
@@ -320,7 +332,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
                        after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
-                       padded=padded, unwritten=bool(len(race.findings)))
+                       padded=padded, padded_summaries=summaries,
+                       unwritten=bool(len(race.findings)))
 
 
 def after_crash(evidence: Evidence) -> str:

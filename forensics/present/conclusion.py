@@ -611,10 +611,9 @@ def next_steps(conclusion: Conclusion) -> list[str]:
             steps.append(stopped_sentence(stopped) + " No captured index left its range: "
                          "look at the step in flight (the kernels it launched) next.")
             return steps
-        if known is not None and known.padded and not known.unwritten:
-            steps.append(f"No index left its valid range, yet the embedding read "
-                         f"{known.padded} id(s) in padded rows past the vocabulary (a wrong "
-                         "input, silently): look for the site that wrote them.")
+        if known is not None and known.padded_said() and not known.unwritten:
+            steps.append(f"No index left its valid range, yet {' and '.join(known.padded_said())}"
+                         ": look for the site that wrote them.")
             return steps
         if known is not None and known.failing:  # only unwritten inputs are left
             steps.append("No index left its valid range, yet the model received input ids "

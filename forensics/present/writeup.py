@@ -233,9 +233,8 @@ def _draft_title(conclusion: Conclusion) -> str:
     known = conclusion.known
     crash = ("engine crash" if known is None or known.crash_verdict != "no crash" else
              "no crash" if known.claims_only else "no crash, findings")
-    padded = (f"the embedding read {known.padded} id(s) in padded rows past the vocabulary"
-              if known is not None and known.padded else "")
-    claims = [said for said in (conclusion.guard_claim, padded) if said]
+    padded = known.padded_said() if known is not None else []
+    claims = [said for said in (conclusion.guard_claim, *padded) if said]
     claim = f", though {'; '.join(claims)}" if claims else ""
     if conclusion.no_records:
         return f"{crash} with no index value captured{claim}"

@@ -94,7 +94,7 @@ def test_summary_drafts_an_issue_of_ids_read_in_padded_rows(
 
     assert next_steps(conclude(replay(capture))) == [
         "No index left its valid range, yet the embedding read 1 id(s) in padded rows past the "
-        "vocabulary (a wrong input, silently): look for the site that wrote them."]
+        "vocabulary (a wrong input, not a crash): look for the site that wrote them."]
 
 
 def test_findings_lists_the_ids_read_in_padded_rows(
@@ -112,3 +112,45 @@ def test_findings_lists_the_ids_read_in_padded_rows(
     code, out, err = run_cli(capsys, "findings", capture, "--steps", "1:5")
     assert code == 0, err
     assert "fed silently" not in out
+
+
+# ------------------------------ T166c: a summary record's greatest id in the padded rows
+
+
+def _padded_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str], high: int) -> Path:
+    """A log's SM70-TEMB line of 1,000 rows, ids 7 to ``high``, imported with a vocabulary of
+    900."""
+    log = tmp_path / "temb.log"
+    log.write_text(f"SM70-TEMB: rows=1000 input=(3,) dtype=torch.int64 min=7 max={high}\n")
+    capture = tmp_path / f"temb{high}.capture"
+    code, _, err = run_cli(capsys, "import", log, "-o", capture, "--set", "model.vocab_size=900")
+    assert code == 0, err
+    return capture
+
+
+def test_a_summary_record_whose_greatest_id_is_in_padded_rows_is_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log's line "rows=1000 ... max=900" of a vocabulary of 900: the known issues said "the
+    capture shows no failure to report" and summary drafted nothing; a padded row was read, said
+    as values nothing replays; a greatest id 899 says nothing of padded rows."""
+    capture = _padded_summary(tmp_path, capsys, 900)
+    code, out, err = run_cli(capsys, "summary", capture, "--format", "markdown")
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "no failure to report" not in said, said
+    assert ("though 1 summary record(s) of the embedding name a greatest id in padded rows past "
+            "the vocabulary (a padded row was read: values nothing replays)") in said, said
+    assert "### Draft: a new vLLM issue" in out
+    code, out, err = run_cli(capsys, "findings", capture)
+    assert code == 0, err
+    assert ("the embedding's summary record names its greatest id 900, at or past the manifest's "
+            "vocabulary of 900, inside its 1000 rows: a padded row was read") in out, out
+    from forensics import conclude, next_steps, replay
+
+    assert next_steps(conclude(replay(capture))) == [
+        "No index left its valid range, yet 1 summary record(s) of the embedding name a greatest "
+        "id in padded rows past the vocabulary (a padded row was read: values nothing replays): "
+        "look for the site that wrote them."]
+    code, out, err = run_cli(capsys, "summary", _padded_summary(tmp_path, capsys, 899))
+    assert code == 0, err
+    assert "padded rows" not in out and "no failure to report" in " ".join(out.split())

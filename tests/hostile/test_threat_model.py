@@ -1892,6 +1892,8 @@ TESTS = {
               "test_summary_drafts_an_issue_of_ids_read_in_padded_rows",
               "tests/hostile/test_round25_fix25f.py::"
               "test_findings_lists_the_ids_read_in_padded_rows"],
+    "T166c": ["tests/hostile/test_round25_fix25f.py::"
+              "test_a_summary_record_whose_greatest_id_is_in_padded_rows_is_said"],
     "T94a": ["tests/hostile/test_round17_attack17.py::"
              "test_an_empty_shared_view_of_a_huge_dimension_is_read_without_allocating",
              "tests/hostile/test_round17_attack17.py::"
