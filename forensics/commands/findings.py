@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(frame)} findings -> {terminal(write_findings(frame, args.output))}")
     else:
         print("\n".join(table_lines(frame)) if len(frame) else "no findings")
-    nothing = "" if len(frame) else _nothing_selected(result.capture, args.site, steps)
+    padded = padded_lines(result.capture, args.site, steps) if args.request is None else []
+    if padded:
+        print("\n".join(padded))
+    nothing = "" if len(frame) or padded else _nothing_selected(result.capture, args.site, steps)
     if not (len(frame) or nothing) and args.request is not None:
         nothing = _no_request(result.capture, args.site, steps, args.request)
     if nothing:
@@ -102,6 +105,31 @@ def run(args: argparse.Namespace) -> int:
     if unread:
         print(f"not read: {inert(unread)}; what it held holds no finding")
     return 0
+
+
+def padded_lines(capture: Any, site: str | None, steps: tuple[int | None, int | None]
+                 ) -> list[str]:
+    """The ids the embedding read in padded rows past the vocabulary (no finding of a variant:
+    :func:`~forensics.judge.padded_rows.padded_inputs_of`) that ``site`` and ``steps`` select,
+    said as ``replay`` says the slots fed silently; none where none is."""
+    from forensics.escaping import terminal
+    from forensics.judge.padded_rows import (
+        describe_padded_summary,
+        padded_inputs_of,
+        padded_summaries_of,
+    )
+    from forensics.judge.wrong_tokens import describe
+
+    low, high = steps
+    slots = [slot for slot in [*padded_inputs_of(capture), *padded_summaries_of(capture)]
+             if site in (None, slot["site"]) and (low is None or slot["step"] >= low)
+             and (high is None or slot["step"] <= high)]
+    if not slots:
+        return []
+    return [f"fed silently: {len(slots)} slot(s) (kind padded_row, no variant's finding)",
+            *(f"  {terminal(describe_padded_summary(s) if s.get('summary') else describe(s))}"
+              for s in slots[:10]),
+            *([f"  ... {len(slots) - 10} more"] if len(slots) > 10 else [])]
 
 
 def _nothing_selected(capture: Any, site: str | None, steps: tuple[int | None, int | None]

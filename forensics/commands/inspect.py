@@ -10,6 +10,8 @@ from typing import Any
 
 from forensics.escaping import json_text, terminal
 from forensics.importers.tracebacks import death_lines
+from forensics.known.evidence import self_refuted
+from forensics.known.guard_bounds import refuted_note
 from forensics.store.events import as_said
 
 EXAMPLE = """example:
@@ -85,9 +87,10 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(f"events: {len(events)}")
     for event in events[:20]:
         deaths = death_lines(event)
+        said = (refuted_note(event) if self_refuted(event)
+                else terminal(event.get('message') or event.get('detail') or ''))
         lines.append(f"  {event_origin(event):<34} {terminal(event.get('kind', '?')):<22} "
-                     f"{terminal(event.get('message') or event.get('detail') or '')}"
-                     + (f" [{deaths}]" if deaths else ""))
+                     f"{said}" + (f" [{deaths}]" if deaths else ""))
     if len(events) > 20:
         lines.append(f"  ... {len(events) - 20} more (use --json)")
     if summary.get("kernel_launches"):

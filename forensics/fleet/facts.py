@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from forensics.known.evidence import CRASH_EVENT_KINDS, at_step, crashed, in_step_order
+from forensics.known.evidence import (
+    CRASH_EVENT_KINDS,
+    at_step,
+    crashed,
+    in_step_order,
+    self_refuted,
+)
 from forensics.manifest_facts import (
     PID,
     PROCESS_HOST,
@@ -106,7 +112,7 @@ def event_text(events: list[dict[str, Any]], kinds: tuple[str, ...]) -> str:
     """``"cuda_assert x2 (first at step 14), engine_dead x1"`` for the events of ``kinds``, each
     kind's first the earliest by step, whichever process's events file holds it (as the
     conclusion's and ``known``'s first crash event)."""
-    chosen = in_step_order([e for e in events if e.get("kind") in kinds])
+    chosen = in_step_order([e for e in events if e.get("kind") in kinds and not self_refuted(e)])
     counts = Counter(str(e["kind"]) for e in chosen)
     parts = []
     for kind, count in counts.items():

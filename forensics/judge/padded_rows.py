@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.digits import plain_int
 from forensics.manifest_facts import VOCAB, read_fact
 from forensics.records import Record
 from forensics.sites import SINK, get_site
@@ -54,3 +55,30 @@ def describe_padded(slot: dict[str, Any]) -> str:
             f"at input_ids[{slot['element']}], {what}, inside its {slot['rows']} rows: it read "
             "a padded row, which no token has (vLLM fills it with zeros): a wrong input, "
             "silently, not a crash")
+
+
+def padded_summaries_of(capture: Any) -> list[dict[str, Any]]:
+    """The sink's summary records (a log's or a dump's least and greatest values) of ``capture``
+    whose greatest id lies in ``[vocab, num_embeddings)``, against the vocabulary its manifest
+    names: ``{step, rank, fed, vocab_size, rows, site, padded, summary}``; a padded row was read,
+    values nothing replays."""
+    vocab, _, _ = read_fact(getattr(capture, "manifest", None) or {}, VOCAB)
+    if vocab is None or capture is None:
+        return []
+    found = []
+    for record in capture.records(site=SINK):
+        high, rows = record.get("max"), record.get(get_site(SINK).summary_bound)
+        if record.summary and plain_int(high) and plain_int(rows) and vocab <= high < rows:
+            found.append({"step": record.step, "rank": record.rank, "fed": high,
+                          "vocab_size": int(vocab), "rows": rows, "site": SINK,
+                          "padded": True, "summary": True})
+    return found
+
+
+def describe_padded_summary(slot: dict[str, Any]) -> str:
+    """One line: a summary record's greatest id lies in the embedding's padded rows."""
+    return (f"step {slot['step']} rank {slot['rank']}: the embedding's summary record names its "
+            f"greatest id {slot['fed']}, at or past the manifest's vocabulary of "
+            f"{slot['vocab_size']}, inside its {slot['rows']} rows: a padded row was read, "
+            "which no token has (vLLM fills it with zeros): values nothing replays, a wrong "
+            "input, silently, not a crash")

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.escaping import capped, spanless
-from forensics.judge.padded_rows import padded_inputs_of
+from forensics.judge.padded_rows import padded_inputs_of, padded_summaries_of
 from forensics.known.evidence import (
-    CRASH_EVENT_KINDS,
     ENGINE_CODE,
     GUARD_EVENT_KINDS,
     Evidence,
     at_step,
     before_crash,
     crash_bound,
+    crash_events,
     crashed,
     died_only,
     engine_variants,
@@ -59,7 +59,9 @@ class KnownAnswer:
     race: str = ""
     #: whether any variant finds a value out of range, a misattributed row, or an input the
     #: model received that no recorded site wrote (``unwritten_input``), or the probe's guard
-    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event)
+    #: found a value out of range (a ``guard_passed_on`` or ``guard_violation`` event), or the
+    #: embedding read an id in padded rows past the vocabulary (:attr:`padded`): the one source
+    #: of whether the capture shows a failure to report (``known`` and ``summary``'s draft)
     failing: bool = False
     #: whether :attr:`failing` rests on the guard's events alone (its claims: no finding)
     claims_only: bool = False
@@ -101,6 +103,11 @@ class KnownAnswer:
     #: whether the verdict's crash is an engine that died without the probe's stop, no crash
     #: event (:func:`~forensics.known.evidence.died_only`): killed or crashed, not known which
     died: bool = False
+    #: the embedding's summary records whose greatest id lies in its padded rows past the
+    #: vocabulary (:func:`~forensics.judge.padded_rows.padded_summaries_of`)
+    padded_summaries: int = 0
+    #: whether the race check found an input the model received that no recorded site wrote
+    unwritten: bool = False
 
     def failure(self) -> tuple[str, str]:
         """What the capture holds and its name after: ``("the capture holds a crash", "the
@@ -204,19 +211,25 @@ class KnownAnswer:
                 return (f"No known signature matches the records judged{self.open_entries()}; "
                         "whether the capture shows a failure to report is not known"
                         f"{unjudged}.")
-            if self.padded:
-                return (f"No known signature matches{self.open_entries()}, and no index left "
-                        f"its range, yet the embedding read {self.padded} id(s) in padded rows "
-                        "past the vocabulary (a wrong input, not a crash): a failure to report.")
             return (f"No known signature matches{self.open_entries()}, and the capture shows "
                     "no failure to report.")
         if not self.matches:
             entries = self.open_entries()
+            padded = "".join(f", and {said}" for said in self.padded_said())
             return (f"No known signature matches{' the records judged' if unjudged else ''}"
-                    f"{unjudged}{entries}: a reason to file a new issue"
+                    f"{unjudged}{entries}{padded}: a reason to file a new issue"
                     f"{' if those do not apply' if entries else ''} "
                     "(`forensics summary --format markdown` drafts the report).")
         return " ".join(describe_match(m) for m in self.matches)
+
+    def padded_said(self) -> list[str]:
+        """What the embedding read in padded rows past the vocabulary: ids of its full records,
+        and summary records whose greatest id lies there (values nothing replays)."""
+        return [*([f"the embedding read {self.padded} id(s) in padded rows past the vocabulary "
+                   "(a wrong input, not a crash)"] if self.padded else []),
+                *([f"{self.padded_summaries} summary record(s) of the embedding name a greatest "
+                   "id in padded rows past the vocabulary (a padded row was read: values "
+                   "nothing replays)"] if self.padded_summaries else [])]
 
     def open_entries(self) -> str:
         """`` (N known signature(s) not judged: ids; ...)`` of the entries whose required facts
@@ -312,10 +325,14 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
     failing = bool(len(findings)) and bool(
         findings["kind"].isin(["out_of_bounds", "misattributed"]).any())
     found = failing or bool(len(race.findings))
-    failing = found or any(e.get("kind") in GUARD_EVENT_KINDS for e in claimed(evidence.events))
+    padded = len(padded_inputs_of(capture or result.capture))
+    summaries = len(padded_summaries_of(capture or result.capture))
+    failing = found or bool(padded or summaries) or any(e.get("kind") in GUARD_EVENT_KINDS
+                                           for e in claimed(evidence.events))
     race_text = (race.summary() if len(race.findings) or race.partial or verdict == UNEXPLAINED
                  else "")
-    return KnownAnswer(verdict, checked, experiments, race_text, failing, failing and not found,
+    return KnownAnswer(verdict, checked, experiments, race_text, failing,
+                       failing and not found and not (padded or summaries),
                        what_was_seen(evidence, result), empty=not len(result.records),
                        no_records=evidence.no_records,
                        engine_replayed=bool(ENGINE_CODE & set(result.variants)),
@@ -329,8 +346,8 @@ def answer(result: ReplayResult, catalogue: Catalogue | None = None,
                            before_crash(findings, evidence.events), engine_variants(evidence),
                            clamped_too=True),
                        after_crash=after_crash(evidence) if verdict == UNEXPLAINED else "",
-                       padded=len(padded_inputs_of(capture or result.capture)),
-                       died=died_only(evidence.events))
+                       padded=padded, padded_summaries=summaries,
+                       unwritten=bool(len(race.findings)), died=died_only(evidence.events))
 
 
 def after_crash(evidence: Evidence) -> str:
@@ -361,7 +378,7 @@ def unjudged_records(result: ReplayResult) -> int:
 def what_was_seen(evidence: Evidence, result: ReplayResult) -> str:
     """The crash events of the capture (or that it holds none) and where the baseline's
     replay raises first (or that it raises nothing): what the crash verdict rests on."""
-    events = in_step_order([e for e in evidence.events if e.get("kind") in CRASH_EVENT_KINDS])
+    events = in_step_order(crash_events(evidence.events))
     gone = unstopped(evidence.events)
     if events:
         first = events[0]
@@ -454,8 +471,8 @@ def next_experiments(evidence: Evidence, race: RaceCheck, result: ReplayResult) 
         "value.",
         _guard_step(evidence),
     ]
-    crash_steps = {int(e["step"]) for e in evidence.events
-                   if isinstance(e.get("step"), int) and e.get("kind") in CRASH_EVENT_KINDS}
+    crash_steps = {int(e["step"]) for e in crash_events(evidence.events)
+                   if isinstance(e.get("step"), int)}
     missing = race.missing_at(crash_steps)
     if missing:
         steps.append(f"The crash step lacks a record ({'; '.join(missing[:4])}): the race "

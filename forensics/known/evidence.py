@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.digits import plain_int
+from forensics.known.guard_bounds import inside_own_bound
 from forensics.manifest_facts import PROBE_NO_RECORDS
 
 if TYPE_CHECKING:
@@ -226,16 +227,33 @@ def spec_tokens_of(events: list[dict[str, Any]]
     return found or None
 
 
+def self_refuted(event: dict[str, Any]) -> bool:
+    """Whether ``event`` is a guard event whose value lies inside its own bound: it contradicts
+    itself (the guard writes none such), so no guard raised or passed on a value."""
+    return event.get("kind") in GUARD_EVENT_KINDS and inside_own_bound(event)
+
+
+def is_crash_event(event: dict[str, Any]) -> bool:
+    """Whether ``event`` means the engine failed: one of :data:`CRASH_EVENT_KINDS`, less a guard
+    event that contradicts itself (:func:`self_refuted`)."""
+    return event.get("kind") in CRASH_EVENT_KINDS and not self_refuted(event)
+
+
+def crash_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of ``events`` that mean the engine failed (:func:`is_crash_event`)."""
+    return [event for event in events if is_crash_event(event)]
+
+
 def crashed(events: list[dict[str, Any]]) -> bool:
     """Whether the timeline holds an engine exception, a guard event or a crash event, or a
     probe that started and never stopped (its process was killed or crashed)."""
-    return any(e.get("kind") in CRASH_EVENT_KINDS for e in events) or bool(unstopped(events))
+    return bool(crash_events(events)) or bool(unstopped(events))
 
 
 def died_only(events: list[dict[str, Any]]) -> bool:
     """Whether the one sign of a failure the timeline holds is a probe that started and never
     stopped (killed or crashed: it does not say which), no crash event."""
-    return not any(e.get("kind") in CRASH_EVENT_KINDS for e in events) and bool(unstopped(events))
+    return not crash_events(events) and bool(unstopped(events))
 
 
 def in_step_order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -284,7 +302,7 @@ def crash_bound(events: list[dict[str, Any]]) -> int | None:
     own, stating its step (an imported log's line takes the step of the probe line before it,
     an order buffered output may change) and no process died without the probe's stop; None
     otherwise: then any value out of range may explain it."""
-    crashes = [e for e in events if e.get("kind") in CRASH_EVENT_KINDS]
+    crashes = crash_events(events)
     if not crashes or unstopped(events) or any(
             not plain_int(e.get("step")) or "line" in e for e in crashes):
         return None

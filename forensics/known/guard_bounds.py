@@ -24,3 +24,11 @@ def claimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def self_contradicting(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events of ``events`` whose value lies inside their own bound."""
     return [event for event in events if inside_own_bound(event)]
+
+
+def refuted_note(event: dict[str, Any]) -> str:
+    """What a guard event whose value lies inside its own bound says, in place of its message
+    (which claims a value out of range): ``"value 2 is inside its own bound 4: the event
+    contradicts itself and names no value out of range (not judged)"``."""
+    return (f"value {event['value']} is inside its own bound {event['bound']}: the event "
+            "contradicts itself and names no value out of range (not judged)")

@@ -26,6 +26,7 @@ from forensics.known.evidence import (
     engine_variants,
     is_missing,
     out_of_range,
+    self_refuted,
     unseen,
     value_class,
 )
@@ -281,7 +282,7 @@ def _event(spec: dict[str, Any], evidence: Evidence) -> Check:
     kinds = _one_of(spec["kind"]) if "kind" in spec else sorted(CRASH_EVENT_KINDS)
     words = [w.lower() for w in _one_of(spec.get("contains", []))]
     for event in evidence.events:
-        if event.get("kind") not in kinds:
+        if event.get("kind") not in kinds or self_refuted(event):
             continue
         text = _event_text(event)
         word = next((w for w in words if mentions(text, w)), None)

@@ -45,12 +45,14 @@ def summary_facts(summary: dict[str, Any]) -> dict[str, Any]:
     facts, refused = stated_facts(manifest)
     facts["ranks"] = summary["ranks"]
     facts["steps"] = summary["steps"]
-    from forensics.known.evidence import CRASH_EVENT_KINDS, in_step_order
+    from forensics.known.evidence import crash_events, in_step_order
 
     # crash events only: the probe's start and stop (and other bookkeeping) are no crash;
     # by step, so "the first" is the earliest whichever process's file holds it
-    facts["events"] = [_event_text(e) for e in in_step_order(summary["events"])
-                       if e.get("kind") in CRASH_EVENT_KINDS]
+    facts["events"] = [_event_text(e) for e in in_step_order(crash_events(summary["events"]))]
+    refuted = refuted_events(summary["events"])
+    if refuted:
+        facts[REFUTED_KEY] = refuted
     stopped = stopped_after(summary)
     if stopped is not None:
         facts["stopped_after"] = stopped
@@ -89,6 +91,20 @@ def stated_facts(manifest: Any) -> tuple[dict[str, Any], list[str]]:
         if value is not None and value != "":
             facts[fact.column] = value
     return facts, refused
+
+
+#: the facts' key of the guard events that contradict their own bounds (:func:`refuted_events`)
+REFUTED_KEY = "self_refuted_events"
+
+
+def refuted_events(events: list[dict[str, Any]]) -> list[str]:
+    """The guard events of ``events`` whose values lie inside their own bounds, by step, each
+    said as contradicting itself in place of its message (which claims a value out of range)."""
+    from forensics.known.evidence import in_step_order, self_refuted
+    from forensics.known.guard_bounds import refuted_note
+
+    return [_event_text({**event, "message": refuted_note(event)})
+            for event in in_step_order([e for e in events if self_refuted(e)])]
 
 
 def _event_text(event: dict[str, Any]) -> str:
@@ -293,9 +309,13 @@ def facts_sentence(facts: dict[str, Any]) -> str:
         return ""
     shown = [f"{key} {fact_text(key, value)}" for key, value in facts.items()
              if key not in ("events", "notes", "stopped_after", "refused", "ordinal_records",
-                            SHRUNK_KEY, *COUNT_FACTS)]
+                            SHRUNK_KEY, REFUTED_KEY, *COUNT_FACTS)]
     events = facts.get("events") or []
     shown.append(f"{len(events)} crash event(s)" + (f", the first {events[0]}" if events else ""))
+    refuted = facts.get(REFUTED_KEY) or []
+    if refuted:
+        shown.append(f"{len(refuted)} guard event(s) contradicting their own bounds (no crash "
+                     f"event), the first {refuted[0]}")
     text = "Capture: " + "; ".join(shown) + "."
     if facts.get("refused"):
         refused = "; ".join(facts["refused"])

@@ -611,6 +611,10 @@ def next_steps(conclusion: Conclusion) -> list[str]:
             steps.append(stopped_sentence(stopped) + " No captured index left its range: "
                          "look at the step in flight (the kernels it launched) next.")
             return steps
+        if known is not None and known.padded_said() and not known.unwritten:
+            steps.append(f"No index left its valid range, yet {' and '.join(known.padded_said())}"
+                         ": look for the site that wrote them.")
+            return steps
         if known is not None and known.failing:  # only unwritten inputs are left
             steps.append("No index left its valid range, yet the model received input ids "
                          "that no recorded site wrote (unwritten_input findings, the race "

@@ -144,12 +144,17 @@ def events_table(events: list[dict[str, Any]]) -> pd.DataFrame:
     holding each event's other keys as ``key: value; ...``. A table of a column per key had a
     cell for every event and every key any event held: 4,000 events each naming a key of its
     own were 16 million cells (the report's table of 400 was 11.6 MB of HTML). A step an
-    imported log never said is ``unknown`` (:func:`~forensics.store.events.as_said`)."""
+    imported log never said is ``unknown`` (:func:`~forensics.store.events.as_said`); a guard
+    event whose value lies inside its own bound has its message said as contradicting itself
+    (:func:`~forensics.known.guard_bounds.refuted_note`), not as the guard's raise."""
     import pandas as pd
 
+    from forensics.known.evidence import self_refuted
+    from forensics.known.guard_bounds import refuted_note
     from forensics.store.events import as_said
 
-    events = [as_said(event) for event in events]
+    events = [as_said({**event, "message": refuted_note(event)} if self_refuted(event)
+                      else event) for event in events]
 
     keys = list(dict.fromkeys(key for event in events for key in event))
     shown = keys[:EVENT_COLUMNS]

@@ -235,7 +235,9 @@ def _draft_title(conclusion: Conclusion) -> str:
     crash = ("engine died (killed or crashed)" if known is not None and known.died else
              "engine crash" if known is None or known.crash_verdict != "no crash" else
              "no crash" if known.claims_only else "no crash, findings")
-    claim = f", though {conclusion.guard_claim}" if conclusion.guard_claim else ""
+    padded = known.padded_said() if known is not None else []
+    claims = [said for said in (conclusion.guard_claim, *padded) if said]
+    claim = f", though {'; '.join(claims)}" if claims else ""
     if conclusion.no_records:
         return f"{crash} with no index value captured{claim}"
     if conclusion.not_known or conclusion.cut or conclusion.unjudged.get(conclusion.baseline):
