@@ -10,8 +10,7 @@ from typing import Any
 
 from forensics.escaping import json_text, terminal
 from forensics.importers.tracebacks import death_lines
-from forensics.known.evidence import self_refuted
-from forensics.known.guard_bounds import refuted_note
+from forensics.known.guard_bounds import refuted_note, self_refuted
 from forensics.store.events import as_said
 
 EXAMPLE = """example:

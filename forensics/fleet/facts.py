@@ -10,8 +10,8 @@ from forensics.known.evidence import (
     at_step,
     crashed,
     in_step_order,
-    self_refuted,
 )
+from forensics.known.guard_bounds import self_refuted
 from forensics.manifest_facts import (
     PID,
     PROCESS_HOST,

@@ -20,7 +20,6 @@ from forensics.escaping import capped, spanless
 from forensics.judge.padded_rows import padded_inputs_of, padded_summaries_of
 from forensics.known.evidence import (
     ENGINE_CODE,
-    GUARD_EVENT_KINDS,
     Evidence,
     at_step,
     before_crash,
@@ -35,7 +34,7 @@ from forensics.known.evidence import (
     unseen,
     unstopped,
 )
-from forensics.known.guard_bounds import claimed
+from forensics.known.guard_bounds import GUARD_EVENT_KINDS, claimed
 from forensics.known.matching import Match, match_entry
 from forensics.known.schema import Catalogue, load_catalogue
 from forensics.manifest_facts import PROBE_NO_RECORDS

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from forensics.digits import plain_int
-from forensics.known.guard_bounds import inside_own_bound
+from forensics.known.guard_bounds import self_refuted
 from forensics.manifest_facts import PROBE_NO_RECORDS
 
 if TYPE_CHECKING:
@@ -27,9 +27,6 @@ OUT_OF_BOUNDS = "out_of_bounds"
 CRASH_EVENT_KINDS = frozenset({"engine_exception", "guard_violation",
                                "cuda_assert", "cuda_error", "illegal_memory_access",
                                "engine_dead", "crash_dump", "process_died"})
-#: event kinds of the probe's guard: each names a value out of range it found (a failure to
-#: report, whether or not the engine went on)
-GUARD_EVENT_KINDS = frozenset({"guard_violation", "guard_passed_on"})
 #: ``indexed`` values (a newer findings column) naming an id's range rather than a row range
 ID_RANGES = frozenset({"vocabulary", "embedding rows"})
 #: manifest model keys read as facts (:data:`forensics.manifest_facts.MODEL`), the names
@@ -225,12 +222,6 @@ def spec_tokens_of(events: list[dict[str, Any]]
                           {str(k): [int(t) for t in v] for k, v in tokens.items()
                            if isinstance(v, list) and all(isinstance(t, int) for t in v)}))
     return found or None
-
-
-def self_refuted(event: dict[str, Any]) -> bool:
-    """Whether ``event`` is a guard event whose value lies inside its own bound: it contradicts
-    itself (the guard writes none such), so no guard raised or passed on a value."""
-    return event.get("kind") in GUARD_EVENT_KINDS and inside_own_bound(event)
 
 
 def is_crash_event(event: dict[str, Any]) -> bool:

@@ -26,10 +26,10 @@ from forensics.known.evidence import (
     engine_variants,
     is_missing,
     out_of_range,
-    self_refuted,
     unseen,
     value_class,
 )
+from forensics.known.guard_bounds import self_refuted
 from forensics.known.schema import Entry
 from forensics.manifest_facts import MTP_METHODS
 

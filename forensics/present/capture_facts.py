@@ -100,8 +100,8 @@ REFUTED_KEY = "self_refuted_events"
 def refuted_events(events: list[dict[str, Any]]) -> list[str]:
     """The guard events of ``events`` whose values lie inside their own bounds, by step, each
     said as contradicting itself in place of its message (which claims a value out of range)."""
-    from forensics.known.evidence import in_step_order, self_refuted
-    from forensics.known.guard_bounds import refuted_note
+    from forensics.known.evidence import in_step_order
+    from forensics.known.guard_bounds import refuted_note, self_refuted
 
     return [_event_text({**event, "message": refuted_note(event)})
             for event in in_step_order([e for e in events if self_refuted(e)])]
@@ -136,8 +136,8 @@ def guard_claim(capture: Any) -> str:
     events' count said apart where it differs; an event whose value is inside its own bound
     (:mod:`~forensics.known.guard_bounds`) said apart as naming none; ``""`` when it holds
     none. A capture is data: an event is the probe's claim, not a finding."""
-    from forensics.known.evidence import GUARD_EVENT_KINDS, in_step_order
-    from forensics.known.guard_bounds import claimed, self_contradicting
+    from forensics.known.evidence import in_step_order
+    from forensics.known.guard_bounds import GUARD_EVENT_KINDS, claimed, self_contradicting
 
     found = [e for e in getattr(capture, "events", None) or []
              if isinstance(e, dict) and e.get("kind") in GUARD_EVENT_KINDS]

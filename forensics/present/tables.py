@@ -149,8 +149,7 @@ def events_table(events: list[dict[str, Any]]) -> pd.DataFrame:
     (:func:`~forensics.known.guard_bounds.refuted_note`), not as the guard's raise."""
     import pandas as pd
 
-    from forensics.known.evidence import self_refuted
-    from forensics.known.guard_bounds import refuted_note
+    from forensics.known.guard_bounds import refuted_note, self_refuted
     from forensics.store.events import as_said
 
     events = [as_said({**event, "message": refuted_note(event)} if self_refuted(event)

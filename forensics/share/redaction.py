@@ -70,7 +70,7 @@ from forensics.digits import plain_int
 from forensics.errors import ForensicsError
 from forensics.escaping import terminal
 from forensics.importers.tracebacks import REPORTS
-from forensics.known.evidence import GUARD_EVENT_KINDS
+from forensics.known.guard_bounds import GUARD_EVENT_KINDS
 from forensics.manifest_facts import UNKNOWN
 from forensics.records import Record
 from forensics.share.error_text import (
