@@ -234,7 +234,7 @@ def test_the_pytest_plugin_shows_an_unexpected_error_quoting_a_capture_as_inert_
         hostile: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     from forensics.share import expectations
 
-    def fails(capture: Path, variants: object) -> object:
+    def fails(capture: Path, variants: object, folder: object = None) -> object:
         raise RuntimeError(f"cannot judge {capture.name}")  # unforeseen, quoting the capture
 
     monkeypatch.setattr(expectations, "regenerate", fails)
